@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* rtctl internals shared by the verb files: the HTTP client over the unix socket, output, exit codes. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Exit codes (documented in rtctl(1)). Job verbs add their own in verb-jobs.c. */
+#define RTCTL_EXIT_OK 0
+#define RTCTL_EXIT_REFUSED 1            /* the daemon said no (problem+json shown) */
+#define RTCTL_EXIT_USAGE 2
+#define RTCTL_EXIT_UNREACHABLE 69       /* EX_UNAVAILABLE: socket missing, refused, permission denied */
+
+typedef struct Ctl {
+        const char *socket_path;
+        bool json;                      /* --json: print the server's JSON */
+        bool quiet;
+} Ctl;
+
+typedef struct CtlResponse {
+        long status;
+        char *body;
+        size_t size;
+        char *content_type;
+        char *location;
+        json_t *json;                   /* parsed when the body is JSON */
+} CtlResponse;
+
+void ctl_response_done(CtlResponse *r);
+
+/*
+ * One request. body may be NULL. Returns 0 when a response came back (any status), or an rtctl exit
+ * code after printing why the daemon could not be reached.
+ */
+int ctl_request(Ctl *c, const char *method, const char *path, json_t *body, CtlResponse *ret);
+/*
+ * Stream a response body to a callback as it arrives (logs -f, events). The callback returns false to
+ * stop. Returns like ctl_request; ret->status/content_type are set, body is not kept.
+ */
+typedef bool (*CtlChunk)(const char *data, size_t size, void *userdata);
+int ctl_stream(Ctl *c, const char *path, CtlChunk on_chunk, void *userdata, CtlResponse *ret);
+
+/* For a non-2xx response: print "rtctl: <title>: <detail>" and return RTCTL_EXIT_REFUSED. */
+int ctl_fail(Ctl *c, CtlResponse *r);
+/* --json: print the JSON body and return 0. */
+int ctl_print_json(CtlResponse *r);
+/* GET path; on 2xx stores the JSON in *ret (caller frees) and returns 0, else returns an exit code. */
+int ctl_get_json(Ctl *c, const char *path, json_t **ret);
+
+/* Verbs: argc/argv start at the verb name; getopt with optind = 1 inside. Return an exit code. */
+typedef int (*VerbFn)(Ctl *c, int argc, char **argv);
+int verb_status(Ctl *c, int argc, char **argv);
+int verb_topology(Ctl *c, int argc, char **argv);
+int verb_submit(Ctl *c, int argc, char **argv);         /* verb-jobs.c */
+int verb_list(Ctl *c, int argc, char **argv);
+int verb_show(Ctl *c, int argc, char **argv);
+int verb_cancel(Ctl *c, int argc, char **argv);
+int verb_wait(Ctl *c, int argc, char **argv);
+int verb_logs(Ctl *c, int argc, char **argv);
+int verb_reserve(Ctl *c, int argc, char **argv);        /* verb-reserve.c */
+int verb_release(Ctl *c, int argc, char **argv);
+int verb_plan(Ctl *c, int argc, char **argv);
+int verb_metrics(Ctl *c, int argc, char **argv);        /* verb-metrics.c */
+int verb_top(Ctl *c, int argc, char **argv);

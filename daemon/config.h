@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* rtd.conf: INI sections and keys, defaults, parsing from text (no I/O) and from files with drop-ins. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "shared/cpuset.h"
+#include "shared/macro.h"
+
+typedef enum ReserveMode {
+        RESERVE_AUTO,   /* every online CPU but the first core and its SMT siblings */
+        RESERVE_NONE,
+        RESERVE_LIST,
+        _RESERVE_MODE_MAX,
+} ReserveMode;
+
+typedef enum SmtMode { SMT_EXCLUSIVE, SMT_SHARED, _SMT_MODE_MAX, _SMT_MODE_INVALID = -22 } SmtMode;
+
+typedef enum BackendKind {
+        BACKEND_AUTO,
+        BACKEND_SYSTEMD,
+        BACKEND_CGROUP,
+        BACKEND_AFFINITY,
+        _BACKEND_KIND_MAX,
+        _BACKEND_KIND_INVALID = -22,
+} BackendKind;
+
+typedef enum IrqMode { IRQ_HOUSEKEEPING, IRQ_KEEP, _IRQ_MODE_MAX, _IRQ_MODE_INVALID = -22 } IrqMode;
+typedef enum QueuePolicy { QUEUE_FCFS, QUEUE_PRIORITY, _QUEUE_POLICY_MAX, _QUEUE_POLICY_INVALID = -22 } QueuePolicy;
+
+#define TUNE_KEEP INT64_MIN     /* a [Tuning] knob left alone */
+
+typedef struct RtdConfig {
+        /* [Daemon] */
+        char *socket_path;
+        unsigned socket_mode;
+        char *socket_group;
+        char *metrics_listen;           /* "127.0.0.1:9477", "[::1]:9477" or NULL for "no" */
+        char *state_directory;
+        char *runtime_directory;
+        int log_level;
+        unsigned max_body_bytes;        /* largest request body accepted (413 beyond) */
+        unsigned max_connections;       /* concurrent HTTP connections per listener */
+
+        /* [Reserve] */
+        ReserveMode reserve_mode;
+        CpuSet reserve_cpus;            /* when reserve_mode == RESERVE_LIST; checked against topology later */
+        SmtMode smt;
+        BackendKind backend;
+        IrqMode irqs;
+        unsigned check_interval_sec;    /* drift check; 0 = off */
+
+        /* [Tuning], TUNE_KEEP = leave alone */
+        int64_t rt_runtime_usec;        /* -1 or N */
+        int64_t fair_server_runtime_usec;
+        int64_t timer_migration;        /* 0 or 1 */
+        int64_t stat_interval_sec;
+
+        /* [Jobs] */
+        QueuePolicy queue_policy;
+        unsigned worker_priority;       /* 1..99 */
+        unsigned default_priority;      /* 1..99 */
+        unsigned kill_grace_sec;
+        unsigned max_queued;            /* all users */
+        unsigned keep_finished;         /* finished jobs kept in the store */
+        unsigned aging_sec;             /* priority policy: +1 queue priority per this many seconds waited */
+
+        /* [Access] */
+        char *admin_group;              /* NULL: only root is admin */
+        char *submit_group;
+        unsigned max_priority;          /* cap for non-admins */
+        unsigned max_cores_per_user;
+        unsigned max_queued_per_user;
+        unsigned max_timeout_sec;       /* 0 = no cap */
+} RtdConfig;
+
+#define RTD_DEFAULT_CONFIG "/etc/rtd/rtd.conf"
+#define RTD_DEFAULT_METRICS_PORT 9477
+
+RtdConfig *config_new(void);    /* defaults, with $STATE_DIRECTORY/$RUNTIME_DIRECTORY applied */
+RtdConfig *config_free(RtdConfig *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(RtdConfig *, config_free);
+
+/*
+ * Parse INI text into c. filename is used in messages only. Unknown sections/keys are warnings
+ * (counted in *ret_warnings); invalid values are errors that name file:line, the value and what is
+ * allowed. Messages go to err (one per line). Returns 0 or -EINVAL (at least one error).
+ */
+int config_parse_text(RtdConfig *c, const char *filename, const char *text, FILE *err, unsigned *ret_warnings);
+/* Load path, then path's ".d" directory drop-ins ("rtd.conf.d/*.conf") in lexical order. */
+int config_load(RtdConfig *c, const char *path, FILE *err);
+/* Whole-config checks that need several keys at once. */
+int config_validate(const RtdConfig *c, FILE *err);
+/* The effective config, in rtd.conf syntax. */
+int config_dump(const RtdConfig *c, FILE *out);
+
+const char *smt_mode_to_string(SmtMode m);
+const char *backend_kind_to_string(BackendKind b);
+const char *irq_mode_to_string(IrqMode m);
+const char *queue_policy_to_string(QueuePolicy p);

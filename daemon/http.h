@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* libmicrohttpd driven from sd-event: listeners, caller identity, routing, problem+json, streaming. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct Manager Manager;
+typedef struct Http Http;
+typedef struct HttpStream HttpStream;
+struct MHD_Connection;
+
+typedef enum Role {
+        ROLE_NONE,      /* not allowed on the control socket: 403 */
+        ROLE_READONLY,  /* the TCP metrics listener: read-only endpoints only */
+        ROLE_USER,      /* member of SubmitGroup= */
+        ROLE_ADMIN,     /* root or member of AdminGroup= */
+        _ROLE_MAX,
+} Role;
+
+const char *role_to_string(Role r);
+
+typedef struct Caller {
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+        Role role;
+        char *user;     /* user name, or the uid in decimal when it has none */
+} Caller;
+
+typedef struct Request {
+        Manager *manager;
+        const char *method;
+        const char *path;               /* without the query string */
+        const char *const *segments;    /* path split at '/', NULL-terminated ("v1","jobs","42") */
+        size_t n_segments;
+        const char *body;
+        size_t body_size;
+        Caller caller;
+        struct MHD_Connection *connection;
+} Request;
+
+typedef struct Response {
+        int status;
+        char *content_type;     /* default application/json */
+        char *body;
+        size_t body_size;
+        char *location;         /* Location: header */
+        char *allow;            /* Allow: header (405) */
+        HttpStream *stream;     /* set by http_stream_start(): body comes from the stream instead */
+} Response;
+
+/*
+ * A route: method, a pattern of path segments where "*" matches one segment, the least role
+ * allowed, and the handler. A handler fills resp (with reply_* below) and returns 0, or returns
+ * -errno for an internal error (500). Tables end with an all-zero entry.
+ */
+typedef int (*RouteHandler)(Request *req, Response *resp);
+typedef struct Route {
+        const char *method;
+        const char *pattern;
+        Role min_role;
+        RouteHandler handler;
+} Route;
+
+/* Query parameter, or NULL. */
+const char *request_query(Request *req, const char *key);
+
+/* Replies. reply_json takes ownership of j. */
+int reply_json(Response *resp, int status, json_t *j);
+int reply_text(Response *resp, int status, const char *content_type, char *body, size_t size); /* takes body */
+/* problem+json (RFC 9457): type is derived from status; title short, detail says what and how to fix. */
+int reply_problem(Response *resp, int status, const char *title, const char *detail_fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/*
+ * Streaming responses (job output with follow=1, server-sent events). http_stream_start() turns resp
+ * into a chunked stream; push data with http_stream_write() whenever it arrives (from any sd-event
+ * callback), end it with http_stream_end(). on_close (may be NULL) is called once when the client goes
+ * away or the stream ends, after which the stream pointer is invalid.
+ */
+typedef void (*HttpStreamClose)(HttpStream *s, void *userdata);
+int http_stream_start(Response *resp, const char *content_type, HttpStreamClose on_close, void *userdata,
+                      HttpStream **ret);
+int http_stream_write(HttpStream *s, const void *data, size_t size);
+void http_stream_end(HttpStream *s);
+
+/* Listeners. fd is a listening socket (AF_UNIX control or TCP read-only). */
+int http_new(Manager *m, int fd, bool read_only, Http **ret);
+Http *http_free(Http *h);

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* The Manager: the one event loop and the state of every module, wired in start-up and shutdown order. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "shared/cpuset.h"
+
+typedef struct Http Http;
+typedef struct Topology Topology;
+typedef struct Reservation Reservation;    /* reserve.c (+ irq.c, tune.c, restore.c) */
+typedef struct JobManager JobManager;      /* jobs.c (+ worker.c, store.c) */
+typedef struct Metrics Metrics;            /* metrics.c (+ bpf-metrics.c or its procfs fallback) */
+
+typedef struct Manager {
+        sd_event *event;
+        RtdConfig *config;
+        char *config_path;              /* NULL: the default path */
+
+        int proc_fd;                    /* /proc, or <root>/proc with --root */
+        int sys_fd;                     /* /sys, or <root>/sys */
+        int runtime_fd;                 /* RuntimeDirectory= (restore journal) */
+        int state_fd;                   /* StateDirectory= (job store, job output) */
+
+        Topology *topology;
+        Reservation *reservation;
+        JobManager *jobs;
+        Metrics *metrics;
+
+        Http *control;                  /* unix socket */
+        Http *metrics_http;             /* TCP listener, read-only; NULL when MetricsListen=no */
+
+        uint64_t start_usec;            /* CLOCK_MONOTONIC */
+        uint64_t start_realtime_usec;
+        bool reloading;
+        bool socket_activated;
+} Manager;
+
+int manager_new(RtdConfig *config, const char *config_path, const char *root, Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+int manager_start(Manager *m);          /* everything up to READY=1 */
+int manager_run(Manager *m);            /* the loop; returns the exit code */
+void manager_update_status(Manager *m); /* STATUS= line for systemd */
+
+/* The reserved and housekeeping CPUs as of now (owned by the reservation; empty when none). */
+void manager_reserved_cpus(Manager *m, CpuSet *ret);
+void manager_housekeeping_cpus(Manager *m, CpuSet *ret);
+
+uint64_t now_usec(int clock);

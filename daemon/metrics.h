@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Scheduling metrics: collector (BPF, or the procfs fallback) snapshots, per-job figures, Prometheus text. */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shared/cpuset.h"
+
+typedef struct Manager Manager;
+typedef struct Metrics Metrics;
+
+int metrics_new(Manager *m, Metrics **ret);     /* never fails for lack of BPF: falls back and says why */
+Metrics *metrics_free(Metrics *x);
+void metrics_set_reserved(Metrics *x, const CpuSet *reserved);
+/* Mark pid (and every task it forks later) as rtd's own: job_id 0 = a worker, else that job. */
+int metrics_track_task(Metrics *x, pid_t pid, uint64_t job_id, uint64_t cgroup_id);
+/* A job ended: its scheduling figures as a JSON object stored with the job; forgets the job. */
+json_t *metrics_job_finish(Metrics *x, uint64_t job_id);
+/* Daemon-side dispatch latency (accepted → exec) of one job, for the histogram. */
+void metrics_observe_dispatch(Metrics *x, uint64_t usec);
+json_t *metrics_to_json(Metrics *x);    /* collector state (BPF or fallback and why) for /v1/status */
