@@ -89,7 +89,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(RtdConfig *, config_free);
  * allowed. Messages go to err (one per line). Returns 0 or -EINVAL (at least one error).
  */
 int config_parse_text(RtdConfig *c, const char *filename, const char *text, FILE *err, unsigned *ret_warnings);
-/* Load path, then path's ".d" directory drop-ins ("rtd.conf.d/*.conf") in lexical order. */
+/* Load path, then path's ".d" directory drop-ins (rtd.conf.d/NAME.conf) in lexical order. */
 int config_load(RtdConfig *c, const char *path, FILE *err);
 /* Whole-config checks that need several keys at once. */
 int config_validate(const RtdConfig *c, FILE *err);

@@ -52,3 +52,8 @@ void manager_reserved_cpus(Manager *m, CpuSet *ret);
 void manager_housekeeping_cpus(Manager *m, CpuSet *ret);
 
 uint64_t now_usec(int clock);
+
+/* Called by the reservation after the reserved set changed: pins rtd, tells jobs and metrics. */
+void manager_reservation_changed(Manager *m);
+/* The CPUs c asks to reserve on this machine (auto/none/list), validated; logs why on -EINVAL. */
+int manager_configured_cpus(Manager *m, const RtdConfig *c, CpuSet *ret);

@@ -172,28 +172,38 @@ int cpuset_format(const CpuSet *s, char **ret) {
 int cpuset_parse_mask(const char *s, CpuSet *ret) {
         CpuSet set = {};
         size_t len = strlen(s);
-        unsigned bit = 0;
+        unsigned word = 0;
 
         while (len > 0 && isspace((unsigned char) s[len - 1]))
                 len--;
         if (len == 0)
                 return -EINVAL;
-        /* Walk from the least significant (rightmost) hex digit. */
-        for (size_t i = len; i-- > 0;) {
-                char c = s[i];
-                int v;
+        /*
+         * Each comma-separated chunk is one 32-bit word of up to 8 hex digits, least significant last, as
+         * the kernel's bitmap_parse() reads it: "1,0" is CPU 32, not CPU 4.
+         */
+        for (size_t end = len;; word++) {
+                size_t start = end;
+                uint32_t v = 0;
 
-                if (c == ',')
-                        continue;
-                if (!isxdigit((unsigned char) c))
+                while (start > 0 && s[start - 1] != ',')
+                        start--;
+                if (start == end || end - start > 8)
                         return -EINVAL;
-                v = isdigit((unsigned char) c) ? c - '0' : tolower((unsigned char) c) - 'a' + 10;
-                for (int b = 0; b < 4; b++, bit++)
-                        if (v & (1 << b)) {
-                                if (bit >= CPUSET_MAX)
-                                        return -ERANGE;
-                                cpuset_set(&set, bit);
-                        }
+                for (size_t i = start; i < end; i++) {
+                        char c = s[i];
+                        if (!isxdigit((unsigned char) c))
+                                return -EINVAL;
+                        v = v << 4 | (uint32_t) (isdigit((unsigned char) c) ? c - '0'
+                                                                            : tolower((unsigned char) c) - 'a' + 10);
+                }
+                if (v != 0 && word >= CPUSET_MAX / 32)
+                        return -ERANGE;
+                if (word < CPUSET_MAX / 32)
+                        set.bits[word / 2] |= (uint64_t) v << ((word % 2) * 32);
+                if (start == 0)
+                        break;
+                end = start - 1;
         }
         *ret = set;
         return 0;
@@ -201,7 +211,8 @@ int cpuset_parse_mask(const char *s, CpuSet *ret) {
 
 int cpuset_format_mask(const CpuSet *s, unsigned nr_cpu_ids, char **ret) {
         int last = cpuset_last(s);
-        unsigned ncpus = MAX(nr_cpu_ids, (unsigned) (last + 1));
+        /* Words past CPUSET_MAX would read beyond bits[]. */
+        unsigned ncpus = MIN(MAX(nr_cpu_ids, (unsigned) (last + 1)), (unsigned) CPUSET_MAX);
         unsigned nwords = MAX(1u, (ncpus + 31) / 32);
         char *buf = malloc(nwords * 9);
 

@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: MIT */
+/* rtd.conf: a table of {section, key, parser, offset}; parsing is pure so tests feed strings. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "config.h"
+#include "shared/fileio.h"
+#include "shared/log.h"
+#include "shared/parse-util.h"
+
+#define DEFAULT_MAX_BODY_BYTES (1024u * 1024u)
+#define DEFAULT_MAX_CONNECTIONS 256u
+
+static const char *const smt_names[_SMT_MODE_MAX] = { "exclusive", "shared" };
+static const char *const backend_names[_BACKEND_KIND_MAX] = { "auto", "systemd", "cgroup", "affinity" };
+static const char *const irq_names[_IRQ_MODE_MAX] = { "housekeeping", "keep" };
+static const char *const queue_names[_QUEUE_POLICY_MAX] = { "fcfs", "priority" };
+
+const char *smt_mode_to_string(SmtMode m) {
+        return m >= 0 && m < _SMT_MODE_MAX ? smt_names[m] : NULL;
+}
+const char *backend_kind_to_string(BackendKind b) {
+        return b >= 0 && b < _BACKEND_KIND_MAX ? backend_names[b] : NULL;
+}
+const char *irq_mode_to_string(IrqMode m) {
+        return m >= 0 && m < _IRQ_MODE_MAX ? irq_names[m] : NULL;
+}
+const char *queue_policy_to_string(QueuePolicy p) {
+        return p >= 0 && p < _QUEUE_POLICY_MAX ? queue_names[p] : NULL;
+}
+
+static char *env_or(const char *env, const char *def) {
+        const char *e = getenv(env);
+        /* systemd may pass several colon-separated directories: the first one is ours. */
+        if (e && *e && e[0] == '/')
+                return strndup(e, strcspn(e, ":"));
+        return strdup(def);
+}
+
+RtdConfig *config_new(void) {
+        RtdConfig *c = calloc(1, sizeof *c);
+        if (!c)
+                return NULL;
+        *c = (RtdConfig){
+                .socket_mode = 0660,
+                .log_level = LOG_INFO,
+                .max_body_bytes = DEFAULT_MAX_BODY_BYTES,
+                .max_connections = DEFAULT_MAX_CONNECTIONS,
+                .reserve_mode = RESERVE_AUTO,
+                .smt = SMT_EXCLUSIVE,
+                .backend = BACKEND_AUTO,
+                .irqs = IRQ_HOUSEKEEPING,
+                .check_interval_sec = 10,
+                .rt_runtime_usec = TUNE_KEEP,
+                .fair_server_runtime_usec = TUNE_KEEP,
+                .timer_migration = TUNE_KEEP,
+                .stat_interval_sec = TUNE_KEEP,
+                .queue_policy = QUEUE_FCFS,
+                .worker_priority = 99,
+                .default_priority = 50,
+                .kill_grace_sec = 5,
+                .max_queued = 100000,
+                .keep_finished = 10000,
+                .aging_sec = 10,
+                .max_priority = 80,
+                .max_cores_per_user = 0,
+                .max_queued_per_user = 1000,
+                .max_timeout_sec = 0,
+        };
+        c->socket_path = strdup("/run/rtd/rtd.sock");
+        c->socket_group = strdup("rtd");
+        if (asprintf(&c->metrics_listen, "127.0.0.1:%d", RTD_DEFAULT_METRICS_PORT) < 0)
+                c->metrics_listen = NULL;
+        c->state_directory = env_or("STATE_DIRECTORY", "/var/lib/rtd");
+        c->runtime_directory = env_or("RUNTIME_DIRECTORY", "/run/rtd");
+        c->submit_group = strdup("rtd");
+        if (!c->socket_path || !c->socket_group || !c->metrics_listen || !c->state_directory ||
+            !c->runtime_directory || !c->submit_group)
+                return config_free(c);
+        return c;
+}
+
+RtdConfig *config_free(RtdConfig *c) {
+        if (!c)
+                return NULL;
+        free(c->socket_path);
+        free(c->socket_group);
+        free(c->metrics_listen);
+        free(c->state_directory);
+        free(c->runtime_directory);
+        free(c->admin_group);
+        free(c->submit_group);
+        free(c);
+        return NULL;
+}
+
+/* A parser gets the value and writes into the field at ptr; on error it fills *allowed with what is valid. */
+typedef int (*ConfParser)(const char *value, void *ptr, const void *arg, const char **allowed);
+
+typedef struct ConfItem {
+        const char *section;
+        const char *key;
+        ConfParser parse;
+        size_t offset;
+        const void *arg;        /* parser-specific: bounds, enum names */
+} ConfItem;
+
+typedef struct UintRange {
+        unsigned min, max;
+        const char *allowed;
+} UintRange;
+
+static int parse_string(const char *v, void *ptr, const void *arg, const char **allowed) {
+        char **s = ptr;
+        char *n;
+
+        if (!*v) {
+                *allowed = "a non-empty string";
+                return -EINVAL;
+        }
+        n = strdup(v);
+        if (!n)
+                return -ENOMEM;
+        free(*s);
+        *s = n;
+        return 0;
+}
+
+static int parse_absolute_path(const char *v, void *ptr, const void *arg, const char **allowed) {
+        if (v[0] != '/' || strstr(v, "/../") || strlen(v) >= 108) {
+                *allowed = "an absolute path (at most 107 characters)";
+                return -EINVAL;
+        }
+        return parse_string(v, ptr, arg, allowed);
+}
+
+static int parse_group_or_none(const char *v, void *ptr, const void *arg, const char **allowed) {
+        char **s = ptr;
+
+        if (streq(v, "") || streq(v, "none")) {
+                *s = (free(*s), NULL);
+                return 0;
+        }
+        for (const char *p = v; *p; p++)
+                if (!isalnum((unsigned char) *p) && !strchr("_-.", *p)) {
+                        *allowed = "a group name (letters, digits, '_', '-', '.') or 'none'";
+                        return -EINVAL;
+                }
+        return parse_string(v, ptr, arg, allowed);
+}
+
+static int parse_uint(const char *v, void *ptr, const void *arg, const char **allowed) {
+        const UintRange *range = arg;
+        unsigned u;
+
+        if (safe_atou(v, &u) < 0 || u < range->min || u > range->max) {
+                *allowed = range->allowed;
+                return -EINVAL;
+        }
+        *(unsigned *) ptr = u;
+        return 0;
+}
+
+static int parse_socket_mode(const char *v, void *ptr, const void *arg, const char **allowed) {
+        unsigned mode;
+
+        if (parse_mode(v, &mode) < 0 || mode > 0777) {
+                *allowed = "an octal file mode such as 0660";
+                return -EINVAL;
+        }
+        *(unsigned *) ptr = mode;
+        return 0;
+}
+
+static int parse_log_level(const char *v, void *ptr, const void *arg, const char **allowed) {
+        int l = log_level_from_string(v);
+        if (l < 0) {
+                *allowed = "debug, info, notice, warning, err, crit, alert or emerg";
+                return -EINVAL;
+        }
+        *(int *) ptr = l;
+        return 0;
+}
+
+/* "127.0.0.1:9477", "[::1]:9477", "no". Only loopback makes sense by default, but any address is allowed. */
+static int parse_listen(const char *v, void *ptr, const void *arg, const char **allowed) {
+        char **s = ptr;
+        const char *colon = strrchr(v, ':');
+        unsigned port;
+
+        if (streq(v, "no") || streq(v, "none")) {
+                *s = (free(*s), NULL);
+                return 0;
+        }
+        *allowed = "HOST:PORT (e.g. 127.0.0.1:9477 or [::1]:9477) or 'no'";
+        if (!colon || colon == v || safe_atou(colon + 1, &port) < 0 || port == 0 || port > 65535)
+                return -EINVAL;
+        if (v[0] == '[' && colon[-1] != ']')
+                return -EINVAL;
+        return parse_string(v, ptr, arg, allowed);
+}
+
+typedef struct EnumSpec {
+        const char *const *names;       /* NULL-terminated, index = enum value */
+        const char *allowed;
+} EnumSpec;
+
+static int parse_enum(const char *v, void *ptr, const void *arg, const char **allowed) {
+        const EnumSpec *spec = arg;
+
+        for (int i = 0; spec->names[i]; i++)
+                if (streq(v, spec->names[i])) {
+                        *(int *) ptr = i;
+                        return 0;
+                }
+        *allowed = spec->allowed;
+        return -EINVAL;
+}
+
+/* [Reserve] CPUs=: auto, none, or a CPU list (checked against the online CPUs at start-up). */
+static int parse_reserve_cpus(const char *v, void *ptr, const void *arg, const char **allowed) {
+        RtdConfig *c = (RtdConfig *) ((char *) ptr - offsetof(RtdConfig, reserve_mode));
+        int r;
+
+        if (streq(v, "auto")) {
+                c->reserve_mode = RESERVE_AUTO;
+                return 0;
+        }
+        if (streq(v, "none") || streq(v, "")) {
+                c->reserve_mode = RESERVE_NONE;
+                return 0;
+        }
+        r = cpuset_parse(v, &c->reserve_cpus, NULL);
+        if (r < 0 || cpuset_is_empty(&c->reserve_cpus)) {
+                *allowed = "auto, none, or a CPU list such as 1-3,5";
+                return -EINVAL;
+        }
+        c->reserve_mode = RESERVE_LIST;
+        return 0;
+}
+
+/* keep, or a signed number within the given range ("-1" allowed where the arg says so). */
+typedef struct TuneRange {
+        int64_t min, max;
+        const char *allowed;
+} TuneRange;
+
+static int parse_tune(const char *v, void *ptr, const void *arg, const char **allowed) {
+        const TuneRange *range = arg;
+        int64_t n;
+
+        if (streq(v, "keep")) {
+                *(int64_t *) ptr = TUNE_KEEP;
+                return 0;
+        }
+        if (safe_atoi64(v, &n) < 0 || n < range->min || n > range->max) {
+                *allowed = range->allowed;
+                return -EINVAL;
+        }
+        *(int64_t *) ptr = n;
+        return 0;
+}
+
+static const UintRange range_interval = { 0, 86400, "a number of seconds from 0 (off) to 86400" };
+static const UintRange range_prio = { 1, 99, "a priority from 1 to 99" };
+static const UintRange range_grace = { 0, 3600, "a number of seconds from 0 to 3600" };
+static const UintRange range_count = { 1, 10000000, "a number from 1 to 10000000" };
+static const UintRange range_count0 = { 0, 10000000, "a number from 0 (no limit) to 10000000" };
+static const UintRange range_body = { 1024, 64u * 1024 * 1024, "a size in bytes from 1024 to 67108864" };
+static const UintRange range_conn = { 1, 65536, "a number from 1 to 65536" };
+static const UintRange range_timeout = { 0, 365u * 86400, "a number of seconds, 0 for no cap" };
+static const TuneRange range_rt_runtime = { -1, 1000000, "keep, -1 (no throttling) or microseconds 0..1000000" };
+static const TuneRange range_fair = { 0, 1000000, "keep or microseconds 0..1000000" };
+static const TuneRange range_bool = { 0, 1, "keep, 0 or 1" };
+static const TuneRange range_stat = { 1, 3600, "keep or seconds 1..3600" };
+static const EnumSpec smt_enum = { (const char *const[]){ "exclusive", "shared", NULL }, "exclusive or shared" };
+static const EnumSpec backend_enum = { (const char *const[]){ "auto", "systemd", "cgroup", "affinity", NULL },
+                                       "auto, systemd, cgroup or affinity" };
+static const EnumSpec irq_enum = { (const char *const[]){ "housekeeping", "keep", NULL }, "housekeeping or keep" };
+static const EnumSpec queue_enum = { (const char *const[]){ "fcfs", "priority", NULL }, "fcfs or priority" };
+
+#define F(field) offsetof(RtdConfig, field)
+static const ConfItem items[] = {
+        { "Daemon", "Socket", parse_absolute_path, F(socket_path) },
+        { "Daemon", "SocketMode", parse_socket_mode, F(socket_mode) },
+        { "Daemon", "SocketGroup", parse_group_or_none, F(socket_group) },
+        { "Daemon", "MetricsListen", parse_listen, F(metrics_listen) },
+        { "Daemon", "StateDirectory", parse_absolute_path, F(state_directory) },
+        { "Daemon", "RuntimeDirectory", parse_absolute_path, F(runtime_directory) },
+        { "Daemon", "LogLevel", parse_log_level, F(log_level) },
+        { "Daemon", "MaxRequestBodyBytes", parse_uint, F(max_body_bytes), &range_body },
+        { "Daemon", "MaxConnections", parse_uint, F(max_connections), &range_conn },
+        { "Reserve", "CPUs", parse_reserve_cpus, F(reserve_mode) },
+        { "Reserve", "SMT", parse_enum, F(smt), &smt_enum },
+        { "Reserve", "Backend", parse_enum, F(backend), &backend_enum },
+        { "Reserve", "IRQs", parse_enum, F(irqs), &irq_enum },
+        { "Reserve", "CheckIntervalSec", parse_uint, F(check_interval_sec), &range_interval },
+        { "Tuning", "RTRuntimeUSec", parse_tune, F(rt_runtime_usec), &range_rt_runtime },
+        { "Tuning", "FairServerRuntimeUSec", parse_tune, F(fair_server_runtime_usec), &range_fair },
+        { "Tuning", "TimerMigration", parse_tune, F(timer_migration), &range_bool },
+        { "Tuning", "StatIntervalSec", parse_tune, F(stat_interval_sec), &range_stat },
+        { "Jobs", "Policy", parse_enum, F(queue_policy), &queue_enum },
+        { "Jobs", "WorkerPriority", parse_uint, F(worker_priority), &range_prio },
+        { "Jobs", "DefaultPriority", parse_uint, F(default_priority), &range_prio },
+        { "Jobs", "KillGraceSec", parse_uint, F(kill_grace_sec), &range_grace },
+        { "Jobs", "MaxQueued", parse_uint, F(max_queued), &range_count },
+        { "Jobs", "KeepFinished", parse_uint, F(keep_finished), &range_count0 },
+        { "Jobs", "AgingSec", parse_uint, F(aging_sec), &range_interval },
+        { "Access", "AdminGroup", parse_group_or_none, F(admin_group) },
+        { "Access", "SubmitGroup", parse_group_or_none, F(submit_group) },
+        { "Access", "MaxPriority", parse_uint, F(max_priority), &range_prio },
+        { "Access", "MaxCoresPerUser", parse_uint, F(max_cores_per_user), &range_count0 },
+        { "Access", "MaxQueuedPerUser", parse_uint, F(max_queued_per_user), &range_count },
+        { "Access", "MaxTimeoutSec", parse_uint, F(max_timeout_sec), &range_timeout },
+        {},
+};
+#undef F
+
+static char *strip(char *s) {
+        char *e;
+
+        while (isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = 0;
+        return s;
+}
+
+static bool section_known(const char *s) {
+        for (const ConfItem *i = items; i->section; i++)
+                if (streq(i->section, s))
+                        return true;
+        return false;
+}
+
+int config_parse_text(RtdConfig *c, const char *filename, const char *text, FILE *err, unsigned *ret_warnings) {
+        _cleanup_free_ char *copy = strdup(text), *section = NULL;
+        unsigned line = 0, warnings = 0, errors = 0;
+        char *saveptr = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+
+        for (char *l = copy; l; l = saveptr) {
+                char *nl = strchr(l, '\n'), *p, *eq, *key, *value;
+                const ConfItem *item = NULL;
+
+                saveptr = nl ? nl + 1 : NULL;
+                if (nl)
+                        *nl = 0;
+                line++;
+                p = strip(l);
+                if (!*p || *p == '#' || *p == ';')
+                        continue;
+
+                if (*p == '[') {
+                        char *end = strchr(p, ']');
+                        if (!end || end[1] != 0) {
+                                fprintf(err, "%s:%u: malformed section header '%s': expected [Section]\n",
+                                        filename, line, p);
+                                errors++;
+                                continue;
+                        }
+                        free(section);
+                        section = strndup(p + 1, (size_t) (end - p - 1));
+                        if (!section)
+                                return -ENOMEM;
+                        if (!section_known(section)) {
+                                fprintf(err, "%s:%u: warning: unknown section [%s], ignoring its keys\n",
+                                        filename, line, section);
+                                warnings++;
+                        }
+                        continue;
+                }
+
+                eq = strchr(p, '=');
+                if (!eq) {
+                        fprintf(err, "%s:%u: expected Key=Value, got '%s'\n", filename, line, p);
+                        errors++;
+                        continue;
+                }
+                *eq = 0;
+                key = strip(p);
+                value = strip(eq + 1);
+                if (!section) {
+                        fprintf(err, "%s:%u: key '%s' outside of a [Section]\n", filename, line, key);
+                        errors++;
+                        continue;
+                }
+                if (!section_known(section))
+                        continue;       /* already warned about the section */
+
+                for (const ConfItem *i = items; i->section; i++)
+                        if (streq(i->section, section) && streq(i->key, key)) {
+                                item = i;
+                                break;
+                        }
+                if (!item) {
+                        fprintf(err, "%s:%u: warning: unknown key '%s' in [%s], ignoring\n", filename, line, key,
+                                section);
+                        warnings++;
+                        continue;
+                }
+
+                const char *allowed = "a valid value";
+                int r = item->parse(value, (char *) c + item->offset, item->arg, &allowed);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        fprintf(err, "%s:%u: invalid value '%s' for %s= in [%s]: expected %s\n", filename, line,
+                                value, key, section, allowed);
+                        errors++;
+                }
+        }
+
+        if (ret_warnings)
+                *ret_warnings += warnings;
+        return errors > 0 ? -EINVAL : 0;
+}
+
+static int load_one(RtdConfig *c, const char *path, FILE *err, bool must_exist) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_full_file_at(AT_FDCWD, path, &text, NULL);
+        if (r == -ENOENT && !must_exist)
+                return 0;
+        if (r < 0) {
+                fprintf(err, "%s: cannot read: %s\n", path, strerror(-r));
+                return r;
+        }
+        return config_parse_text(c, path, text, err, NULL);
+}
+
+static int filter_conf(const struct dirent *d) {
+        size_t l = strlen(d->d_name);
+        return d->d_name[0] != '.' && l > 5 && streq(d->d_name + l - 5, ".conf");
+}
+
+int config_load(RtdConfig *c, const char *path, FILE *err) {
+        _cleanup_free_ char *dropin_dir = NULL;
+        struct dirent **list = NULL;
+        bool explicit_path = path != NULL;
+        int r, n, result = 0;
+
+        if (!path)
+                path = RTD_SYSCONFDIR "/rtd/rtd.conf";
+        /* The default file may be absent (all defaults); a file named on the command line must exist. */
+        r = load_one(c, path, err, explicit_path);
+        if (r < 0)
+                result = r;
+
+        if (asprintf(&dropin_dir, "%s.d", path) < 0)
+                return -ENOMEM;
+        n = scandir(dropin_dir, &list, filter_conf, alphasort);
+        if (n < 0)
+                return result;  /* no drop-in directory */
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%s", dropin_dir, list[i]->d_name) >= 0) {
+                        r = load_one(c, p, err, true);
+                        if (r < 0 && result == 0)
+                                result = r;
+                }
+                free(list[i]);
+        }
+        free(list);
+        return result;
+}
+
+int config_validate(const RtdConfig *c, FILE *err) {
+        int r = 0;
+
+        if (c->default_priority > c->max_priority && c->max_priority < 99)
+                fprintf(err, "warning: [Jobs] DefaultPriority=%u is above [Access] MaxPriority=%u; "
+                             "non-admin jobs will be capped to %u\n",
+                        c->default_priority, c->max_priority, c->max_priority);
+        if (streq(c->state_directory, c->runtime_directory)) {
+                fprintf(err, "StateDirectory= and RuntimeDirectory= must differ (both are %s)\n",
+                        c->state_directory);
+                r = -EINVAL;
+        }
+        return r;
+}
+
+static const char *tune_str(int64_t v, char buf[static 32]) {
+        if (v == TUNE_KEEP)
+                return "keep";
+        snprintf(buf, 32, "%lld", (long long) v);
+        return buf;
+}
+
+int config_dump(const RtdConfig *c, FILE *out) {
+        _cleanup_free_ char *cpus = NULL;
+        char b1[32], b2[32], b3[32], b4[32];
+
+        if (c->reserve_mode == RESERVE_LIST && cpuset_format(&c->reserve_cpus, &cpus) < 0)
+                return -ENOMEM;
+        fprintf(out,
+                "[Daemon]\nSocket=%s\nSocketMode=%04o\nSocketGroup=%s\nMetricsListen=%s\nStateDirectory=%s\n"
+                "RuntimeDirectory=%s\nLogLevel=%s\nMaxRequestBodyBytes=%u\nMaxConnections=%u\n\n",
+                c->socket_path, c->socket_mode, c->socket_group ?: "none", c->metrics_listen ?: "no",
+                c->state_directory, c->runtime_directory, log_level_to_string(c->log_level), c->max_body_bytes,
+                c->max_connections);
+        fprintf(out, "[Reserve]\nCPUs=%s\nSMT=%s\nBackend=%s\nIRQs=%s\nCheckIntervalSec=%u\n\n",
+                c->reserve_mode == RESERVE_AUTO ? "auto" : c->reserve_mode == RESERVE_NONE ? "none" : cpus,
+                smt_mode_to_string(c->smt), backend_kind_to_string(c->backend), irq_mode_to_string(c->irqs),
+                c->check_interval_sec);
+        fprintf(out, "[Tuning]\nRTRuntimeUSec=%s\nFairServerRuntimeUSec=%s\nTimerMigration=%s\nStatIntervalSec=%s\n\n",
+                tune_str(c->rt_runtime_usec, b1), tune_str(c->fair_server_runtime_usec, b2),
+                tune_str(c->timer_migration, b3), tune_str(c->stat_interval_sec, b4));
+        fprintf(out,
+                "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"
+                "KeepFinished=%u\nAgingSec=%u\n\n",
+                queue_policy_to_string(c->queue_policy), c->worker_priority, c->default_priority, c->kill_grace_sec,
+                c->max_queued, c->keep_finished, c->aging_sec);
+        fprintf(out,
+                "[Access]\nAdminGroup=%s\nSubmitGroup=%s\nMaxPriority=%u\nMaxCoresPerUser=%u\nMaxQueuedPerUser=%u\n"
+                "MaxTimeoutSec=%u\n",
+                c->admin_group ?: "none", c->submit_group ?: "none", c->max_priority, c->max_cores_per_user,
+                c->max_queued_per_user, c->max_timeout_sec);
+        return 0;
+}

@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libmicrohttpd in external-epoll mode inside sd-event: MHD's epoll fd is one io source of our loop, so
+ * every handler runs on the loop thread and needs no locks. Callers are identified with SO_PEERCRED.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <microhttpd.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <systemd/sd-event.h>
+
+#include "api.h"
+#include "http.h"
+#include "manager.h"
+#include "shared/log.h"
+
+#define MAX_SEGMENTS 16
+#define CONNECTION_TIMEOUT_SEC 60
+
+struct Http {
+        Manager *manager;
+        struct MHD_Daemon *daemon;
+        sd_event_source *io;
+        sd_event_source *timer;
+        bool read_only;
+        HttpStream *streams;            /* open streams, so shutdown can end them */
+};
+
+struct HttpStream {
+        Http *http;
+        struct MHD_Connection *connection;
+        char *buf;
+        size_t size, alloc;
+        bool ended;
+        bool suspended;
+        HttpStreamClose on_close;
+        void *userdata;
+        HttpStream *prev, *next;
+};
+
+/* Per-request state kept by MHD between calls of the access handler. */
+typedef struct RequestState {
+        char *body;
+        size_t size;
+        bool too_large;
+} RequestState;
+
+static const char *const role_names[_ROLE_MAX] = { "none", "readonly", "user", "admin" };
+
+const char *role_to_string(Role r) {
+        return r >= 0 && r < _ROLE_MAX ? role_names[r] : "none";
+}
+
+const char *request_query(Request *req, const char *key) {
+        return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static const char *status_title(int status) {
+        switch (status) {
+        case 400: return "Bad Request";
+        case 403: return "Forbidden";
+        case 404: return "Not Found";
+        case 405: return "Method Not Allowed";
+        case 409: return "Conflict";
+        case 413: return "Content Too Large";
+        case 415: return "Unsupported Media Type";
+        case 422: return "Unprocessable Content";
+        case 429: return "Too Many Requests";
+        case 500: return "Internal Server Error";
+        case 503: return "Service Unavailable";
+        default: return "Error";
+        }
+}
+
+int reply_json(Response *resp, int status, json_t *j) {
+        char *s;
+
+        if (!j)
+                return -ENOMEM;
+        s = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        if (!s)
+                return -ENOMEM;
+        return reply_text(resp, status, "application/json", s, strlen(s));
+}
+
+int reply_text(Response *resp, int status, const char *content_type, char *body, size_t size) {
+        char *ct = strdup(content_type);
+
+        if (!ct) {
+                free(body);
+                return -ENOMEM;
+        }
+        free(resp->content_type);
+        free(resp->body);
+        resp->status = status;
+        resp->content_type = ct;
+        resp->body = body;
+        resp->body_size = size;
+        return 0;
+}
+
+int reply_problem(Response *resp, int status, const char *title, const char *detail_fmt, ...) {
+        _cleanup_free_ char *detail = NULL, *type = NULL;
+        va_list ap;
+        json_t *j;
+        char *s;
+
+        va_start(ap, detail_fmt);
+        if (vasprintf(&detail, detail_fmt, ap) < 0)
+                detail = NULL;
+        va_end(ap);
+        if (asprintf(&type, "https://rtd.invalid/problems/%d", status) < 0)
+                return -ENOMEM;
+        j = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", title ?: status_title(status), "status",
+                      status, "detail", detail ?: "");
+        if (!j)
+                return -ENOMEM;
+        s = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        if (!s)
+                return -ENOMEM;
+        return reply_text(resp, status, "application/problem+json", s, strlen(s));
+}
+
+/* Who is on the other end of a unix socket, and what may they do. */
+static bool uid_in_group(uid_t uid, gid_t gid, const gid_t *groups, int n_groups, const char *group) {
+        struct group *g;
+
+        if (!group)
+                return false;
+        g = getgrnam(group);
+        if (!g)
+                return false;
+        if (gid == g->gr_gid)
+                return true;
+        for (int i = 0; i < n_groups; i++)
+                if (groups[i] == g->gr_gid)
+                        return true;
+        (void) uid;
+        return false;
+}
+
+static int identify_caller(Http *h, struct MHD_Connection *c, Caller *ret) {
+        const union MHD_ConnectionInfo *info;
+        const RtdConfig *cfg = h->manager->config;
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        gid_t groups[256];
+        socklen_t glen = sizeof groups;
+        int n_groups;
+        struct passwd *pw;
+
+        *ret = (Caller){ .role = ROLE_NONE, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        if (h->read_only) {
+                ret->role = ROLE_READONLY;
+                ret->user = strdup("-");
+                return ret->user ? 0 : -ENOMEM;
+        }
+
+        info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info)
+                return -EIO;
+        if (getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return -errno;
+        ret->uid = cred.uid;
+        ret->gid = cred.gid;
+        ret->pid = cred.pid;
+
+        /* The process's actual supplementary groups (not /etc/group's view of the user). */
+        if (getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0)
+                n_groups = 0;
+        else
+                n_groups = (int) (glen / sizeof(gid_t));
+
+        pw = getpwuid(cred.uid);
+        if (pw)
+                ret->user = strdup(pw->pw_name);
+        else if (asprintf(&ret->user, "%u", (unsigned) cred.uid) < 0)
+                ret->user = NULL;
+        if (!ret->user)
+                return -ENOMEM;
+
+        if (cred.uid == 0 || uid_in_group(cred.uid, cred.gid, groups, n_groups, cfg->admin_group))
+                ret->role = ROLE_ADMIN;
+        else if (uid_in_group(cred.uid, cred.gid, groups, n_groups, cfg->submit_group))
+                ret->role = ROLE_USER;
+        return 0;
+}
+
+static void response_done(Response *r) {
+        free(r->content_type);
+        free(r->body);
+        free(r->location);
+        free(r->allow);
+}
+
+static enum MHD_Result queue_response(struct MHD_Connection *c, Response *r) {
+        struct MHD_Response *mr;
+        enum MHD_Result ret;
+
+        mr = MHD_create_response_from_buffer(r->body_size, r->body, MHD_RESPMEM_MUST_FREE);
+        if (!mr)
+                return MHD_NO;
+        r->body = NULL;         /* MHD owns it now */
+        (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type ?: "application/json");
+        if (r->location)
+                (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, r->location);
+        if (r->allow)
+                (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, r->allow);
+        (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        ret = MHD_queue_response(c, (unsigned) r->status, mr);
+        MHD_destroy_response(mr);
+        return ret;
+}
+
+static size_t split_path(char *path, const char *segments[static MAX_SEGMENTS + 1]) {
+        size_t n = 0;
+        char *save = NULL;
+
+        for (char *s = strtok_r(path, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
+                if (n >= MAX_SEGMENTS)
+                        return SIZE_MAX;
+                segments[n++] = s;
+        }
+        segments[n] = NULL;
+        return n;
+}
+
+static int dispatch(Http *h, struct MHD_Connection *c, const char *method, const char *url, RequestState *st,
+                    Response *resp) {
+        _cleanup_free_ char *path = strdup(url), *allow = NULL;
+        const char *segments[MAX_SEGMENTS + 1];
+        Request req = {
+                .manager = h->manager, .method = method, .path = url, .connection = c,
+                .body = st->body, .body_size = st->size,
+        };
+        const Route *route;
+        size_t n;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+
+        r = identify_caller(h, c, &req.caller);
+        if (r < 0) {
+                free(req.caller.user);
+                return r;
+        }
+        if (req.caller.role == ROLE_NONE) {
+                r = reply_problem(resp, 403, "Not allowed",
+                                  "uid %u is neither root nor a member of group '%s'; ask an administrator to add "
+                                  "you to that group (usermod -aG %s USER), then log in again",
+                                  (unsigned) req.caller.uid, h->manager->config->submit_group ?: "(none)",
+                                  h->manager->config->submit_group ?: "GROUP");
+                goto out;
+        }
+        if (st->too_large) {
+                r = reply_problem(resp, 413, NULL, "request body exceeds %u bytes (MaxRequestBodyBytes=)",
+                                  h->manager->config->max_body_bytes);
+                goto out;
+        }
+
+        n = split_path(path, segments);
+        if (n == SIZE_MAX) {
+                r = reply_problem(resp, 404, NULL, "no such resource: %s", url);
+                goto out;
+        }
+        req.segments = segments;
+        req.n_segments = n;
+
+        route = api_find_route(method, segments, n, &allow);
+        if (!route && allow) {
+                r = reply_problem(resp, 405, NULL, "%s is not allowed on %s; allowed: %s", method, url, allow);
+                resp->allow = TAKE_PTR(allow);
+                goto out;
+        }
+        if (!route) {
+                r = reply_problem(resp, 404, NULL, "no such resource: %s (see rtd(8) for the API)", url);
+                goto out;
+        }
+        if (req.caller.role < route->min_role) {
+                if (req.caller.role == ROLE_READONLY)
+                        r = reply_problem(resp, 403, "Read-only listener",
+                                          "%s %s is only available on the control socket", method, url);
+                else
+                        r = reply_problem(resp, 403, "Administrators only",
+                                          "%s %s needs root or membership in AdminGroup=", method, url);
+                goto out;
+        }
+        r = route->handler(&req, resp);
+        if (r < 0 && !resp->stream) {
+                log_warning_errno(r, "Handler for %s %s failed: %m", method, url);
+                r = reply_problem(resp, 500, NULL, "internal error: %s", strerror(-r));
+        }
+out:
+        free(req.caller.user);
+        return r;
+}
+
+/* MHD's access handler: called for headers, each body chunk, and once more when the body is complete. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+        Http *h = cls;
+        RequestState *st = *con_cls;
+        Response resp = { .status = 500 };
+        enum MHD_Result ret;
+        int r;
+
+        if (!st) {
+                const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+                st = calloc(1, sizeof *st);
+                if (!st)
+                        return MHD_NO;
+                if (cl && strtoull(cl, NULL, 10) > h->manager->config->max_body_bytes)
+                        st->too_large = true;
+                *con_cls = st;
+                return MHD_YES;
+        }
+
+        if (*upload_data_size > 0) {
+                if (!st->too_large && st->size + *upload_data_size > h->manager->config->max_body_bytes)
+                        st->too_large = true;
+                if (!st->too_large) {
+                        char *nb = realloc(st->body, st->size + *upload_data_size + 1);
+                        if (!nb)
+                                return MHD_NO;
+                        memcpy(nb + st->size, upload_data, *upload_data_size);
+                        st->size += *upload_data_size;
+                        nb[st->size] = 0;
+                        st->body = nb;
+                }
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+
+        r = dispatch(h, c, method, url, st, &resp);
+        if (r < 0) {
+                response_done(&resp);
+                return MHD_NO;
+        }
+        if (resp.stream) {
+                HttpStream *s = resp.stream;
+                struct MHD_Response *mr = (struct MHD_Response *) (void *) resp.body;  /* see http_stream_start */
+                resp.body = NULL;
+                s->connection = c;
+                s->http = h;
+                s->next = h->streams;
+                if (h->streams)
+                        h->streams->prev = s;
+                h->streams = s;
+                ret = MHD_queue_response(c, (unsigned) resp.status, mr);
+                MHD_destroy_response(mr);
+                response_done(&resp);
+                return ret;
+        }
+        ret = queue_response(c, &resp);
+        response_done(&resp);
+        return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+        RequestState *st = *con_cls;
+
+        if (st) {
+                free(st->body);
+                free(st);
+                *con_cls = NULL;
+        }
+}
+
+/* Streams. */
+static void stream_unlink(HttpStream *s) {
+        if (!s->http)
+                return;
+        if (s->prev)
+                s->prev->next = s->next;
+        else
+                s->http->streams = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
+        s->http = NULL;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+        HttpStream *s = cls;
+        size_t n;
+
+        if (s->size == 0) {
+                if (s->ended)
+                        return MHD_CONTENT_READER_END_OF_STREAM;
+                /* Nothing to send: park the connection until http_stream_write() resumes it. */
+                if (s->connection && !s->suspended) {
+                        MHD_suspend_connection(s->connection);
+                        s->suspended = true;
+                }
+                return 0;
+        }
+        n = MIN(max, s->size);
+        memcpy(buf, s->buf, n);
+        memmove(s->buf, s->buf + n, s->size - n);
+        s->size -= n;
+        return (ssize_t) n;
+}
+
+static void stream_free(void *cls) {
+        HttpStream *s = cls;
+
+        stream_unlink(s);
+        if (s->on_close)
+                s->on_close(s, s->userdata);
+        free(s->buf);
+        free(s);
+}
+
+static void stream_wake(HttpStream *s) {
+        if (s->suspended && s->connection) {
+                s->suspended = false;
+                MHD_resume_connection(s->connection);
+        }
+}
+
+int http_stream_start(Response *resp, const char *content_type, HttpStreamClose on_close, void *userdata,
+                      HttpStream **ret) {
+        HttpStream *s;
+        struct MHD_Response *mr;
+
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, s, stream_free);
+        if (!mr) {
+                free(s);
+                return -ENOMEM;
+        }
+        (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        s->on_close = on_close;
+        s->userdata = userdata;
+        free(resp->body);
+        /* Smuggle the MHD response out through resp->body; on_request() queues it. */
+        resp->body = (char *) (void *) mr;
+        resp->status = 200;
+        resp->stream = s;
+        *ret = s;
+        return 0;
+}
+
+int http_stream_write(HttpStream *s, const void *data, size_t size) {
+        if (s->ended)
+                return -EPIPE;
+        if (s->size + size > s->alloc) {
+                size_t na = MAX(s->alloc * 2, s->size + size + 4096);
+                char *nb;
+                if (na > 16u * 1024 * 1024)
+                        return -ENOBUFS;        /* a client that does not read: drop data rather than grow */
+                nb = realloc(s->buf, na);
+                if (!nb)
+                        return -ENOMEM;
+                s->buf = nb;
+                s->alloc = na;
+        }
+        memcpy(s->buf + s->size, data, size);
+        s->size += size;
+        stream_wake(s);
+        return 0;
+}
+
+void http_stream_end(HttpStream *s) {
+        s->ended = true;
+        stream_wake(s);
+}
+
+/* Event loop glue. */
+static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+
+static int rearm_timer(Http *h) {
+        MHD_UNSIGNED_LONG_LONG ms;
+        uint64_t when;
+
+        if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
+                return sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+        when = now_usec(CLOCK_MONOTONIC) + ms * 1000ULL;
+        (void) sd_event_source_set_time(h->timer, when);
+        return sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+}
+
+static void run_mhd(Http *h) {
+        (void) MHD_run(h->daemon);
+        (void) rearm_timer(h);
+}
+
+static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        run_mhd(userdata);
+        return 0;
+}
+
+static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        run_mhd(userdata);
+        return 0;
+}
+
+int http_new(Manager *m, int fd, bool read_only, Http **ret) {
+        const union MHD_DaemonInfo *info;
+        Http *h;
+        int r;
+
+        h = calloc(1, sizeof *h);
+        if (!h)
+                return -ENOMEM;
+        h->manager = m;
+        h->read_only = read_only;
+
+        h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                     on_request, h,
+                                     MHD_OPTION_LISTEN_SOCKET, fd,
+                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned) m->config->max_connections,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONNECTION_TIMEOUT_SEC,
+                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                                     MHD_OPTION_END);
+        if (!h->daemon) {
+                free(h);
+                return -EIO;
+        }
+        info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info) {
+                r = -EIO;
+                goto fail;
+        }
+        r = sd_event_add_io(m->event, &h->io, info->epoll_fd, EPOLLIN, on_io, h);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_time(m->event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, h);
+        if (r < 0)
+                goto fail;
+        (void) rearm_timer(h);
+        *ret = h;
+        return 0;
+fail:
+        http_free(h);
+        return r;
+}
+
+Http *http_free(Http *h) {
+        if (!h)
+                return NULL;
+        /* MHD must not be stopped with suspended connections: end and resume every stream first. */
+        for (HttpStream *s = h->streams; s; s = s->next)
+                http_stream_end(s);
+        if (h->daemon && h->streams)
+                (void) MHD_run(h->daemon);
+        for (HttpStream *s = h->streams, *next; s; s = next) {
+                next = s->next;
+                stream_unlink(s);
+        }
+        sd_event_source_disable_unref(h->io);
+        sd_event_source_disable_unref(h->timer);
+        if (h->daemon)
+                MHD_stop_daemon(h->daemon);
+        free(h);
+        return NULL;
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/* rtd: argument parsing, config load, the manager's life, exit codes. No policy lives here. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "config.h"
+#include "manager.h"
+#include "reserve.h"
+#include "shared/log.h"
+
+static void help(void) {
+        printf("Usage: rtd [OPTIONS]\n"
+               "\n"
+               "Reserve CPU cores at run time, keep them quiet, run jobs on them under SCHED_FIFO,\n"
+               "and serve state and scheduling metrics over HTTP (see rtd(8), rtd.conf(5), rtctl(1)).\n"
+               "\n"
+               "  -c, --config=PATH     configuration file (default %s/rtd/rtd.conf,\n"
+               "                        then PATH.d/*.conf in lexical order)\n"
+               "      --check-config    validate the configuration, print the effective one, exit 0 or 1;\n"
+               "                        changes nothing\n"
+               "      --restore         put back every knob recorded in the restore journal of a stopped\n"
+               "                        or crashed rtd, then exit (for ExecStopPost=)\n"
+               "      --root=DIR        read proc/ and sys/ under DIR instead of / (tests)\n"
+               "      --log-level=LEVEL override LogLevel= (debug, info, notice, warning, err)\n"
+               "  -h, --help            show this help\n"
+               "      --version         show the version\n"
+               "\n"
+               "Signals: SIGTERM/SIGINT stop cleanly (every knob restored), SIGHUP reloads the configuration\n"
+               "(an invalid one is rejected and the running one kept).\n",
+               RTD_SYSCONFDIR);
+}
+
+enum { ARG_CHECK = 0x100, ARG_RESTORE, ARG_ROOT, ARG_VERSION, ARG_LOG_LEVEL };
+
+typedef struct Args {
+        const char *config;
+        const char *root;
+        const char *log_level;
+        bool check;
+        bool restore;
+} Args;
+
+static int parse_args(int argc, char **argv, Args *a) {
+        static const struct option opts[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "check-config", no_argument, NULL, ARG_CHECK },
+                { "restore", no_argument, NULL, ARG_RESTORE },
+                { "root", required_argument, NULL, ARG_ROOT },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {},
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) >= 0)
+                switch (c) {
+                case 'c': a->config = optarg; break;
+                case ARG_CHECK: a->check = true; break;
+                case ARG_RESTORE: a->restore = true; break;
+                case ARG_ROOT: a->root = optarg; break;
+                case ARG_LOG_LEVEL: a->log_level = optarg; break;
+                case 'h': help(); return 0;
+                case ARG_VERSION: printf("rtd %s\n", RTD_VERSION); return 0;
+                default:
+                        fprintf(stderr, "Try 'rtd --help'.\n");
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "rtd: unexpected argument '%s'. Try 'rtd --help'.\n", argv[optind]);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+static int load_config(const Args *a, RtdConfig **ret) {
+        _cleanup_(config_freep) RtdConfig *c = config_new();
+        int r;
+
+        if (!c)
+                return log_error_errno(SYNTHETIC_ERRNO(ENOMEM), "Out of memory");
+        r = config_load(c, a->config, stderr);
+        if (r >= 0)
+                r = config_validate(c, stderr);
+        if (r < 0)
+                return log_error_errno(r, "Invalid configuration, not starting (nothing was changed)");
+        if (a->log_level) {
+                int l = log_level_from_string(a->log_level);
+                if (l < 0)
+                        return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "--log-level=%s: expected debug, info, "
+                                                                        "notice, warning or err", a->log_level);
+                c->log_level = l;
+        }
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+static int do_restore(const Args *a, const RtdConfig *c) {
+        _cleanup_close_ int proc_fd = -EBADF, sys_fd = -EBADF, run_fd = -EBADF;
+        _cleanup_free_ char *proc = NULL, *sys = NULL;
+        int r;
+
+        if (asprintf(&proc, "%s/proc", strempty(a->root)) < 0 || asprintf(&sys, "%s/sys", strempty(a->root)) < 0)
+                return -ENOMEM;
+        proc_fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        sys_fd = open(sys, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        run_fd = open(c->runtime_directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (proc_fd < 0 || sys_fd < 0)
+                return log_error_errno(errno, "Failed to open %s or %s: %m", proc, sys);
+        if (run_fd < 0) {
+                log_info("No runtime directory %s: nothing to restore", c->runtime_directory);
+                return 0;
+        }
+        r = reservation_restore_only(proc_fd, sys_fd, run_fd);
+        if (r < 0)
+                return log_error_errno(r, "Restore incomplete: %m");
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        _cleanup_(config_freep) RtdConfig *config = NULL;
+        _cleanup_(manager_freep) Manager *m = NULL;
+        Args a = {};
+        sigset_t mask;
+        int r;
+
+        log_open(false);
+        r = parse_args(argc, argv, &a);
+        if (r <= 0)
+                return r < 0 ? 2 : 0;
+
+        r = load_config(&a, &config);
+        if (r < 0)
+                return 1;
+        log_set_max_level(config->log_level);
+
+        if (a.check) {
+                config_dump(config, stdout);
+                return 0;
+        }
+        if (a.restore)
+                return do_restore(&a, config) < 0 ? 1 : 0;
+
+        /* sd-event takes these through signalfd and child sources; they must be blocked first. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        /* A client that hangs up mid-response must not kill us. */
+        signal(SIGPIPE, SIG_IGN);
+
+        r = manager_new(config, a.config, a.root, &m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to initialize: %m");
+                return 1;
+        }
+        r = manager_start(m);
+        if (r < 0) {
+                (void) sd_notifyf(false, "STATUS=Failed to start: %s\nERRNO=%i", strerror(-r), -r);
+                return 1;       /* manager_free() restores whatever was changed */
+        }
+        r = manager_run(m);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                return 1;
+        }
+        return 0;
+}
