@@ -10,6 +10,7 @@
 #include "manager.h"
 #include "metrics.h"
 #include "reserve.h"
+#include "shared/log.h"
 #include "topology.h"
 
 static const Route *const route_tables[] = {
@@ -106,7 +107,7 @@ static int get_status(Request *req, Response *resp) {
         manager_reserved_cpus(m, &reserved);
         manager_housekeeping_cpus(m, &housekeeping);
         j = json_pack("{s:s, s:I, s:I, s:I, s:{s:o, s:i, s:i, s:i, s:i, s:b}, s:{s:s, s:i, s:s},"
-                      " s:o, s:o, s:o, s:o, s:o, s:o}",
+                      " s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
                       "version", RTD_VERSION,
                       "pid", (json_int_t) getpid(),
                       "uptime_sec", (json_int_t) ((now_usec(CLOCK_MONOTONIC) - m->start_usec) / 1000000),
@@ -121,10 +122,12 @@ static int get_status(Request *req, Response *resp) {
                       "reservation", reservation_to_json(m->reservation),
                       "jobs", job_manager_to_json(m->jobs),
                       "metrics", metrics_to_json(m->metrics),
-                      "config", json_pack("{s:s, s:s, s:s}", "path",
+                      "socket_activated", json_boolean(m->socket_activated),
+                      "config", json_pack("{s:s, s:s, s:s, s:s}", "path",
                                           m->config_path ?: RTD_SYSCONFDIR "/rtd/rtd.conf", "socket",
                                           m->config->socket_path, "metrics_listen",
-                                          m->config->metrics_listen ?: "no"));
+                                          m->config->metrics_listen ?: "no", "log_level",
+                                          log_level_to_string(m->config->log_level)));
         return reply_json(resp, 200, j);
 }
 

@@ -158,7 +158,7 @@ int main(int argc, char **argv) {
         /* A client that hangs up mid-response must not kill us. */
         signal(SIGPIPE, SIG_IGN);
 
-        r = manager_new(config, a.config, a.root, &m);
+        r = manager_new(TAKE_PTR(config), a.config, a.root, &m);
         if (r < 0) {
                 log_error_errno(r, "Failed to initialize: %m");
                 return 1;

@@ -60,8 +60,10 @@ int manager_new(RtdConfig *config, const char *config_path, const char *root, Ma
         int r;
 
         m = calloc(1, sizeof *m);
-        if (!m)
+        if (!m) {
+                config_free(config);
                 return -ENOMEM;
+        }
         m->proc_fd = m->sys_fd = m->runtime_fd = m->state_fd = -EBADF;
         m->config = config;
         if (config_path && !(m->config_path = strdup(config_path)))
@@ -380,7 +382,7 @@ Manager *manager_free(Manager *m) {
         safe_close(m->runtime_fd);
         safe_close(m->state_fd);
         free(m->config_path);
-        /* m->config belongs to main(), which frees it. */
+        config_free(m->config);
         free(m);
         return NULL;
 }

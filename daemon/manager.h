@@ -39,6 +39,7 @@ typedef struct Manager {
         bool socket_activated;
 } Manager;
 
+/* Takes ownership of config (reload replaces it). */
 int manager_new(RtdConfig *config, const char *config_path, const char *root, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);

@@ -1,0 +1,441 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Reservation for real, as root, on the host: rtd (affinity backend) in a private PID namespace whose init
+is a plain `sleep`, so tasks survive a crashed rtd. Every test snapshots every knob (IRQ masks, sysctls,
+workqueue masks, task affinities of the namespace) first and proves it is back exactly afterwards: after
+rtctl release, SIGTERM, kill -9 + rtd --restore, kill -9 + restart + stop. A failed test still puts the
+knobs back itself (rtd --restore in the namespace, then the snapshot). Holds /tmp/rtd-knobs.lock."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+from rtdtest import RTCTL, RTD, Knobs, Skip, TestUser, knob_lock, need_root, run, run_tests, test
+
+RESERVED = "1"
+HOUSEKEEPING = "0"
+CONF = ("[Reserve]\nCheckIntervalSec=1\n"
+        "[Tuning]\nRTRuntimeUSec=980000\nTimerMigration=0\nStatIntervalSec=2\n")
+WQ = "/sys/devices/virtual/workqueue"
+
+
+def cpulist(s):
+    out = set()
+    for part in s.strip().split(","):
+        if not part:
+            continue
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def mask_cpus(s):
+    v = int(s.strip().replace(",", ""), 16)
+    return {i for i in range(v.bit_length()) if v >> i & 1}
+
+
+class AllKnobs(Knobs):
+    """rtdtest.Knobs plus every workqueue cpumask."""
+
+    @staticmethod
+    def read():
+        s = Knobs.read()
+        for d in sorted(os.listdir(WQ)):
+            p = f"{WQ}/{d}/cpumask"
+            if os.path.isfile(p):
+                s["wq/" + d] = open(p).read().strip()
+        return s
+
+    def restore(self):
+        for k, (old, _new) in self.diff().items():
+            if k.startswith("wq/"):
+                try:
+                    open(f"{WQ}/{k[3:]}/cpumask", "w").write(old)
+                except OSError:
+                    pass
+        super().restore()
+
+
+def starttime(pid):
+    st = open(f"/proc/{pid}/stat").read()
+    return int(st[st.rindex(")") + 2:].split()[19])
+
+
+def ns_inode(pid):
+    return os.stat(f"/proc/{pid}/ns/pid").st_ino
+
+
+class Namespace:
+    """A PID namespace with `sleep` as init; rtd and helper tasks enter it with nsenter."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="rtd-test-reserve-")
+        os.chmod(self.dir, 0o755)
+        self.socket = os.path.join(self.dir, "rtd.sock")
+        self.config = os.path.join(self.dir, "rtd.conf")
+        self.runtime = os.path.join(self.dir, "run")
+        self.log = os.path.join(self.dir, "rtd.log")
+        self.holder = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL",
+                                        "sleep", "infinity"], start_new_session=True)
+        self.init = self._child(self.holder.pid)
+        self.inode = ns_inode(self.init)
+        self.rtd = None
+        self.helpers = []
+
+    @staticmethod
+    def _child(pid):
+        for _ in range(200):
+            try:
+                kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
+                if kids:
+                    return int(kids[0])
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise AssertionError(f"no child of {pid}")
+
+    def cmd(self, *argv):
+        return ["nsenter", "-t", str(self.init), "-p", "-m", "--", *argv]
+
+    def write_config(self, reserve="none", extra=CONF):
+        with open(self.config, "w") as f:
+            f.write(f"[Daemon]\nSocket={self.socket}\nMetricsListen=no\nStateDirectory={self.dir}/state\n"
+                    f"RuntimeDirectory={self.runtime}\nLogLevel=debug\n[Reserve]\nCPUs={reserve}\n{extra}")
+
+    def spawn(self, *argv):
+        """A helper task inside the namespace; returns its host pid."""
+        p = subprocess.Popen(self.cmd(*argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+        self.helpers.append(p)
+        return self._child(p.pid)
+
+    def start_rtd(self):
+        logf = open(self.log, "ab")
+        self.rtd = subprocess.Popen(self.cmd(RTD, "--config", self.config), stdout=logf, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        self.rtd_pid = self._child(self.rtd.pid)
+        end = time.time() + 30
+        while time.time() < end:
+            if self.rtd.poll() is not None:
+                raise AssertionError(f"rtd exited with {self.rtd.returncode}:\n{self.read_log()}")
+            if os.path.exists(self.socket) and self.ctl("status").returncode == 0:
+                return
+            time.sleep(0.05)
+        raise AssertionError("rtd did not come up:\n" + self.read_log())
+
+    def read_log(self):
+        try:
+            return open(self.log, errors="replace").read()[-6000:]
+        except OSError:
+            return ""
+
+    def stop_rtd(self, sig=signal.SIGTERM):
+        if not self.rtd or self.rtd.poll() is not None:
+            return None
+        os.kill(self.rtd_pid, sig)
+        try:
+            self.rtd.wait(30)
+        except subprocess.TimeoutExpired:
+            os.kill(self.rtd_pid, signal.SIGKILL)
+            self.rtd.wait(10)
+            raise AssertionError("rtd did not stop within 30s")
+        return self.rtd.returncode
+
+    def restore(self):
+        return run(self.cmd(RTD, "--config", self.config, "--restore"))
+
+    def ctl(self, *args, user=None):
+        return run([RTCTL, "--socket", self.socket, *args], user=user)
+
+    def ctl_json(self, *args):
+        p = self.ctl("--json", *args)
+        assert p.returncode == 0, f"rtctl {' '.join(args)}: {p.returncode} {p.stderr}"
+        return json.loads(p.stdout)
+
+    def tasks(self):
+        """{(host tid, starttime): (comm, allowed CPUs)} of every task in the namespace."""
+        out = {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                if ns_inode(d) != self.inode:
+                    continue
+                for t in os.listdir(f"/proc/{d}/task"):
+                    status = open(f"/proc/{d}/task/{t}/status").read()
+                    allowed = [l.split(":", 1)[1].strip() for l in status.splitlines()
+                               if l.startswith("Cpus_allowed_list:")][0]
+                    comm = open(f"/proc/{d}/task/{t}/comm").read().strip()
+                    out[(int(t), starttime(t))] = (comm, allowed, int(d))
+            except (OSError, IndexError):
+                continue
+        return out
+
+    def descendants(self, pid):
+        """pid's descendants (host pids): rtd's workers and jobs."""
+        kids, todo = set(), [pid]
+        while todo:
+            p = todo.pop()
+            try:
+                for t in os.listdir(f"/proc/{p}/task"):
+                    for c in open(f"/proc/{p}/task/{t}/children").read().split():
+                        if int(c) not in kids:
+                            kids.add(int(c))
+                            todo.append(int(c))
+            except OSError:
+                pass
+        return kids
+
+    def journal(self):
+        return os.path.join(self.runtime, "restore.json")
+
+    def close(self):
+        try:
+            self.stop_rtd()
+        except Exception:
+            pass
+        for p in self.helpers:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.killpg(self.holder.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.holder.wait(10)
+        subprocess.run(["rm", "-rf", self.dir])
+
+
+class Scenario:
+    """Lock, namespace with helper tasks, snapshot; on exit: put everything back whatever happened."""
+
+    def __enter__(self):
+        need_root()
+        if os.cpu_count() < 2:
+            raise Skip("needs at least 2 CPUs")
+        if not os.path.exists("/proc/irq/default_smp_affinity"):
+            raise Skip("no /proc/irq")
+        self.lock = knob_lock()
+        self.ns = Namespace()
+        ns = self.ns
+        # Tasks that exist before the reservation: free, pinned to the CPU to reserve, multi-threaded.
+        ns.spawn("sleep", "1000")
+        ns.spawn("taskset", "-c", RESERVED, "sleep", "1000")
+        ns.spawn("/usr/bin/python3", "-c",
+                 "import threading,time\n"
+                 "ts=[threading.Thread(target=time.sleep,args=(1000,)) for _ in range(3)]\n"
+                 "[t.start() for t in ts]\ntime.sleep(1000)")
+        time.sleep(0.3)
+        self.knobs = AllKnobs()
+        self.tasks = ns.tasks()
+        assert len(self.tasks) >= 7, self.tasks
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.ns.stop_rtd()
+            if AllKnobs.read() != self.knobs.state and os.path.exists(self.ns.journal()):
+                self.ns.restore()
+            if self.knobs.diff():
+                print("test-reserve: putting back by hand:", self.knobs.diff(), flush=True)
+                self.knobs.restore()
+        finally:
+            self.ns.close()
+            self.lock.close()
+        return False
+
+    def assert_restored(self, what):
+        diff = self.knobs.diff()
+        assert not diff, f"after {what}, knobs differ from the snapshot: {diff}"
+        now = self.ns.tasks()
+        changed = {k: (v, now[k]) for k, v in self.tasks.items() if k in now and now[k][1] != v[1]}
+        assert not changed, f"after {what}, task affinities differ: {changed}"
+        survivors = [k for k in self.tasks if k in now]
+        assert len(survivors) >= 6, f"helper tasks died: {survivors}"
+        assert not os.path.exists(self.ns.journal()), f"journal left after {what}"
+
+    def assert_reserved(self):
+        ns = self.ns
+        hk = cpulist(HOUSEKEEPING)
+        st = ns.ctl_json("status")
+        res = st["reservation"]
+        assert res["state"] == "active" and res["reserved"] == RESERVED and res["housekeeping"] == HOUSEKEEPING, res
+        assert res["backend"] == "affinity", res
+        # IRQs: every movable one on housekeeping CPUs, every other one listed as unmovable.
+        unmovable = {u["irq"] for u in res["irqs"]["unmovable"]}
+        for d in os.listdir("/proc/irq"):
+            p = f"/proc/irq/{d}/smp_affinity_list"
+            if d.isdigit() and os.path.exists(p):
+                cpus = cpulist(open(p).read())
+                assert cpus <= hk or int(d) in unmovable, f"IRQ {d} on {cpus}, not listed unmovable: {res['irqs']}"
+        for u in res["irqs"]["unmovable"]:
+            assert u["reason"] and u["remedy"] and "reserved_cpus_hit" in u, u
+        assert mask_cpus(open("/proc/irq/default_smp_affinity").read()) <= hk
+        # Sysctls as configured, and the knob report says original → current.
+        assert open("/proc/sys/kernel/sched_rt_runtime_us").read().strip() == "980000"
+        assert open("/proc/sys/kernel/timer_migration").read().strip() == "0"
+        assert open("/proc/sys/vm/stat_interval").read().strip() == "2"
+        knobs = {k["name"]: k for k in res["knobs"]}
+        k = knobs["kernel.sched_rt_runtime_us"]
+        assert k["original"] == self.knobs.state["kernel/sched_rt_runtime_us"] and k["current"] == "980000", k
+        assert knobs["fair_server.runtime"]["why"], knobs       # left alone here, and says why
+        # Workqueue masks on housekeeping CPUs.
+        assert mask_cpus(open(f"{WQ}/cpumask").read()) <= hk
+        # Every task of the namespace but rtd's workers and jobs is on housekeeping CPUs.
+        own = ns.descendants(ns.rtd_pid)
+        for (tid, _), (comm, allowed, tgid) in ns.tasks().items():
+            if tgid in own:
+                continue
+            assert cpulist(allowed) <= hk, f"task {tid} ({comm}) allowed on {allowed}"
+        assert os.path.exists(ns.journal())
+        j = json.load(open(ns.journal()))
+        assert j["version"] == 1 and j["entries"], j
+        return res
+
+
+@test
+def release_restores_everything():
+    with Scenario() as s:
+        ns = s.ns
+        ns.write_config("none")
+        ns.start_rtd()
+        assert ns.ctl_json("status")["reservation"]["state"] == "none"
+        p = ns.ctl("reserve", RESERVED)
+        assert p.returncode == 0, p.stderr
+        assert f"CPUs {RESERVED} reserved" in p.stdout and "backend: affinity" in p.stdout, p.stdout
+        s.assert_reserved()
+        # Human status shows the reservation, knobs original → current, drift counts.
+        p = ns.ctl("status")
+        assert "Reservation: CPUs 1 reserved" in p.stdout and "kernel.sched_rt_runtime_us" in p.stdout, p.stdout
+        assert "drift check: every 1s" in p.stdout, p.stdout
+
+        # A task started later from an unconfined parent (nsenter runs outside) lands on every CPU; the
+        # drift check catches it within CheckIntervalSec=1.
+        late = ns.spawn("sleep", "1000")
+        assert cpulist(open(f"/proc/{late}/status").read().split("Cpus_allowed_list:")[1].split()[0]) == {0, 1}
+        end = time.time() + 5
+        while time.time() < end:
+            allowed = open(f"/proc/{late}/status").read().split("Cpus_allowed_list:")[1].split()[0]
+            if cpulist(allowed) <= cpulist(HOUSEKEEPING):
+                break
+            time.sleep(0.2)
+        assert cpulist(allowed) <= cpulist(HOUSEKEEPING), allowed
+        drift = ns.ctl_json("status")["reservation"]["drift"]
+        assert drift["checks"] >= 1 and drift["tasks"] >= 1, drift
+
+        p = ns.ctl("release")
+        assert p.returncode == 0 and "Released:" in p.stdout, (p.stdout, p.stderr)
+        assert ns.ctl_json("status")["reservation"]["state"] == "none"
+        s.assert_restored("rtctl release")
+        # The late task gets back what it had when rtd first saw it.
+        allowed = open(f"/proc/{late}/status").read().split("Cpus_allowed_list:")[1].split()[0]
+        assert cpulist(allowed) == {0, 1}, allowed
+        assert ns.stop_rtd() == 0
+
+
+@test
+def sigterm_restores_everything():
+    with Scenario() as s:
+        s.ns.write_config(RESERVED)
+        s.ns.start_rtd()
+        s.assert_reserved()
+        assert s.ns.stop_rtd(signal.SIGTERM) == 0, s.ns.read_log()
+        s.assert_restored("SIGTERM")
+
+
+@test
+def kill9_then_restore():
+    with Scenario() as s:
+        s.ns.write_config(RESERVED)
+        s.ns.start_rtd()
+        s.assert_reserved()
+        s.ns.stop_rtd(signal.SIGKILL)
+        assert s.knobs.diff(), "a crashed rtd should have left its changes behind"
+        p = s.ns.restore()
+        assert p.returncode == 0, p.stderr
+        s.assert_restored("kill -9 + rtd --restore")
+        # Nothing left to do the second time.
+        p = s.ns.restore()
+        assert p.returncode == 0 and "nothing to restore" in p.stderr.lower(), p.stderr
+
+
+@test
+def kill9_then_restart_and_stop():
+    with Scenario() as s:
+        s.ns.write_config(RESERVED)
+        s.ns.start_rtd()
+        s.assert_reserved()
+        s.ns.stop_rtd(signal.SIGKILL)
+        s.ns.start_rtd()
+        res = s.assert_reserved()
+        assert res["last_restore"]["restored"] > 0 and res["last_restore"]["failed"] == 0, res
+        assert s.ns.stop_rtd() == 0
+        s.assert_restored("kill -9 + restart + stop")
+
+
+@test
+def bad_requests_change_nothing():
+    with Scenario() as s:
+        ns = s.ns
+        ns.write_config("none")
+        ns.start_rtd()
+        p = ns.ctl("reserve", "0-1")
+        assert p.returncode == 1 and "housekeeping" in p.stderr, p.stderr
+        p = ns.ctl("reserve", "7")
+        assert p.returncode == 1 and "not online" in p.stderr, p.stderr
+        p = ns.ctl("reserve", "x")
+        assert p.returncode == 1 and "cpus" in p.stderr, p.stderr
+        p = ns.ctl("reserve")
+        assert p.returncode == 2, p.stderr
+        # The plan prints every write and what needs a reboot, and changes nothing.
+        p = ns.ctl("plan", RESERVED)
+        assert p.returncode == 0, p.stderr
+        assert "/proc/irq/default_smp_affinity" in p.stdout and "affinity of task" in p.stdout, p.stdout
+        assert "nohz_full=1" in p.stdout and "rcu_nocbs=1" in p.stdout and "isolcpus=managed_irq,1" in p.stdout
+        assert "/proc/sys/kernel/sched_rt_runtime_us" in p.stdout, p.stdout
+        plan = ns.ctl_json("plan", RESERVED)
+        assert plan["writes"] and plan["tasks"]["would_move"] >= 5, plan
+        with TestUser("rtdresv", groups=["rtd"]) as u:
+            p = ns.ctl("reserve", RESERVED, user=u.name)
+            assert p.returncode == 1 and "admin" in (p.stderr + p.stdout).lower(), p.stderr
+        assert ns.ctl_json("status")["reservation"]["state"] == "none"
+        s.assert_restored("refused requests")
+        assert ns.stop_rtd() == 0
+
+
+@test
+def release_with_running_job_needs_force():
+    with Scenario() as s:
+        ns = s.ns
+        ns.write_config(RESERVED)
+        ns.start_rtd()
+        p = ns.ctl("--json", "submit", "--", "sleep", "300")
+        if p.returncode != 0:
+            raise Skip(f"jobs cannot run here: {p.stderr.strip()}")
+        job = json.loads(p.stdout)
+        for _ in range(100):
+            st = ns.ctl_json("show", str(job["id"]))["state"]
+            if st == "running":
+                break
+            time.sleep(0.1)
+        assert st == "running", st
+        p = ns.ctl("release")
+        assert p.returncode == 1 and "--force" in p.stderr, p.stderr
+        assert ns.ctl_json("status")["reservation"]["state"] == "active"
+        p = ns.ctl("release", "--force")
+        assert p.returncode == 0, p.stderr
+        for _ in range(100):
+            st = ns.ctl_json("show", str(job["id"]))["state"]
+            if st not in ("running", "starting"):
+                break
+            time.sleep(0.1)
+        assert st == "cancelled", st
+        assert ns.stop_rtd() == 0
+        s.assert_restored("forced release")
+
+
+if __name__ == "__main__":
+    run_tests()
