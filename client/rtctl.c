@@ -233,7 +233,7 @@ int verb_status(Ctl *c, int argc, char **argv) {
         printf("Housekeeping:  %s\n", str(j, "housekeeping_cpus"));
         printf("You:           %s (uid %lld), role %s\n", str(caller, "user"),
                json_integer_value(json_object_get(caller, "uid")), str(caller, "role"));
-        print_tree("Reservation", json_object_get(j, "reservation"), 0);
+        print_reservation(json_object_get(j, "reservation"));     /* verb-reserve.c */
         print_tree("Jobs", json_object_get(j, "jobs"), 0);
         print_tree("Metrics", json_object_get(j, "metrics"), 0);
         print_tree("Config", json_object_get(j, "config"), 0);

@@ -1,53 +1,575 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * rtctl submit, list, show, cancel, wait, logs.
+ *
+ * Exit codes of `submit --wait` and `wait`: the job's own exit code when it exited; 128+N when signal N
+ * killed it; 124 when it timed out (as timeout(1)); 125 when it was cancelled; 123 when it was lost
+ * (rtd could not learn its fate after a crash); otherwise rtctl's codes (1 refused, 2 usage, 69 unreachable).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "rtctl.h"
+#include "shared/macro.h"
+
+#define RTCTL_EXIT_JOB_LOST 123
+#define RTCTL_EXIT_JOB_TIMED_OUT 124
+#define RTCTL_EXIT_JOB_CANCELLED 125
+
+extern char **environ;
+
+static const char *jstr(json_t *o, const char *key, const char *dflt) {
+        const char *s = json_string_value(json_object_get(o, key));
+        return s && *s ? s : dflt;
+}
+
+static int parse_job_id(const char *verb, const char *s, uint64_t *ret) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s ? s : "", &end, 10);
+        if (!s || !*s || *end || errno || v == 0) {
+                fprintf(stderr, "rtctl %s: '%s' is not a job id (a positive number, see 'rtctl list')\n", verb,
+                        strempty(s));
+                return RTCTL_EXIT_USAGE;
+        }
+        *ret = v;
+        return 0;
+}
+
+/* The exit code that tells a script how the job ended (see the header comment). */
+static int job_exit_code(json_t *job) {
+        const char *state = jstr(job, "state", "");
+        json_t *code = json_object_get(job, "exit_code"), *sig = json_object_get(job, "signal");
+
+        if (streq(state, "timed_out"))
+                return RTCTL_EXIT_JOB_TIMED_OUT;
+        if (streq(state, "cancelled"))
+                return RTCTL_EXIT_JOB_CANCELLED;
+        if (streq(state, "lost"))
+                return RTCTL_EXIT_JOB_LOST;
+        if (json_is_integer(sig) && json_integer_value(sig) > 0)
+                return 128 + (int) json_integer_value(sig);
+        if (json_is_integer(code))
+                return (int) json_integer_value(code);
+        return streq(state, "succeeded") ? 0 : RTCTL_EXIT_REFUSED;
+}
+
+static bool state_is_final(const char *s) {
+        return s && (streq(s, "succeeded") || streq(s, "failed") || streq(s, "cancelled") ||
+                     streq(s, "timed_out") || streq(s, "lost"));
+}
+
+/* ---- waiting: server-sent events for one job ---- */
+
+typedef struct WaitState {
+        char *line;
+        size_t size;
+        bool done;
+        bool status_line;       /* stderr is a terminal: keep one live line */
+        uint64_t id;
+} WaitState;
+
+static void show_status(WaitState *w, json_t *ev) {
+        if (!w->status_line)
+                return;
+        fprintf(stderr, "\r\033[Kjob %" PRIu64 ": %s", w->id, jstr(ev, "state", "?"));
+        if (json_is_string(json_object_get(ev, "reason")))
+                fprintf(stderr, " (%s)", jstr(ev, "reason", ""));
+        fflush(stderr);
+}
+
+static bool on_event_chunk(const char *data, size_t size, void *userdata) {
+        WaitState *w = userdata;
+        char *nl, *nd = realloc(w->line, w->size + size + 1);
+
+        if (!nd)
+                return false;
+        w->line = nd;
+        memcpy(w->line + w->size, data, size);
+        w->size += size;
+        w->line[w->size] = 0;
+        while ((nl = strchr(w->line, '\n'))) {
+                *nl = 0;
+                if (startswith(w->line, "data: ")) {
+                        json_t *ev = json_loads(w->line + 6, 0, NULL);
+                        if (ev) {
+                                show_status(w, ev);
+                                if (state_is_final(jstr(ev, "state", NULL)))
+                                        w->done = true;
+                                json_decref(ev);
+                        }
+                }
+                w->size -= (size_t) (nl + 1 - w->line);
+                memmove(w->line, nl + 1, w->size + 1);
+        }
+        return !w->done;
+}
+
+/* Wait for the job to end without polling; survives an rtd restart by reconnecting. Returns an exit code. */
+static int wait_for_job(Ctl *c, uint64_t id, json_t **ret_job) {
+        WaitState w = { .status_line = isatty(STDERR_FILENO) && !c->json, .id = id };
+        char path[64];
+        int r, unreachable = 0;
+
+        snprintf(path, sizeof path, "/v1/events?job=%" PRIu64, id);
+        for (;;) {
+                CtlResponse resp;
+                w.size = 0;
+                r = ctl_stream(c, path, on_event_chunk, &w, &resp);
+                ctl_response_done(&resp);
+                if (w.done)
+                        break;
+                if (r == 0 && resp.status != 200) {
+                        /* 404/403: let the GET below print the daemon's explanation. */
+                        break;
+                }
+                if (r == RTCTL_EXIT_UNREACHABLE && ++unreachable > 120) {
+                        free(w.line);
+                        return r;
+                }
+                usleep(500000);  /* rtd restarting: reconnect */
+        }
+        free(w.line);
+        if (w.status_line)
+                fputc('\n', stderr);
+
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+        return ctl_get_json(c, path, ret_job);
+}
+
+static void print_output(Ctl *c, uint64_t id, const char *stream, FILE *to) {
+        CtlResponse r;
+        char path[96];
+
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s", id, stream);
+        if (ctl_request(c, "GET", path, NULL, &r) == 0 && r.status == 200 && r.body)
+                fwrite(r.body, 1, r.size, to);
+        fflush(to);
+        ctl_response_done(&r);
+}
+
+/* ---- submit ---- */
+
+static const char submit_usage[] =
+        "rtctl submit [OPTIONS] -- CMD [ARGS...]\n"
+        "Run CMD on reserved CPUs as you, pinned, under SCHED_FIFO (by default). Prints the job id.\n"
+        "  -n, --name NAME          a name for the job\n"
+        "  -c, --cores N            number of CPUs (default 1)\n"
+        "      --cpus LIST          exactly these reserved CPUs (e.g. 2-3)\n"
+        "  -P, --policy POLICY      fifo (default), rr, or other (pinned, not real-time)\n"
+        "  -p, --priority N         real-time priority 1-99 (non-admins are capped)\n"
+        "  -t, --timeout SEC        stop the job after SEC seconds\n"
+        "  -Q, --queue-priority N   with [Jobs] Policy=priority: higher runs first (-1000..1000)\n"
+        "  -C, --cwd DIR            working directory (default: the current one)\n"
+        "  -e, --env KEY=VALUE      set a variable (repeatable)\n"
+        "  -E, --no-env             do not send the current environment\n"
+        "  -w, --wait               wait for the end, print the job's output, exit with its code:\n"
+        "                           its exit code, 128+N if killed by signal N, 124 timed out,\n"
+        "                           125 cancelled, 123 lost\n"
+        "  -q, --quiet              with --wait: do not print the id, status or output\n";
+
+static int env_put(json_t *env, const char *kv) {
+        const char *eq = strchr(kv, '=');
+        _cleanup_free_ char *k = eq ? strndup(kv, eq - kv) : NULL;
+        if (!k || !*k)
+                return -EINVAL;
+        return json_object_set_new(env, k, json_string(eq + 1)) < 0 ? -ENOMEM : 0;
+}
 
 int verb_submit(Ctl *c, int argc, char **argv) {
-        (void) c;
-        (void) argc;
-        (void) argv;
-        fprintf(stderr, "rtctl: submit is not available yet\n");
-        return RTCTL_EXIT_USAGE;
+        static const struct option options[] = {
+                { "name", required_argument, NULL, 'n' },
+                { "cores", required_argument, NULL, 'c' },
+                { "cpus", required_argument, NULL, 'L' },
+                { "policy", required_argument, NULL, 'P' },
+                { "priority", required_argument, NULL, 'p' },
+                { "timeout", required_argument, NULL, 't' },
+                { "queue-priority", required_argument, NULL, 'Q' },
+                { "cwd", required_argument, NULL, 'C' },
+                { "env", required_argument, NULL, 'e' },
+                { "no-env", no_argument, NULL, 'E' },
+                { "wait", no_argument, NULL, 'w' },
+                { "quiet", no_argument, NULL, 'q' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        json_t *spec = json_object(), *extra_env = json_object(), *job = NULL;
+        bool send_env = true, wait = false, quiet = false;
+        char cwd[PATH_MAX];
+        CtlResponse r;
+        uint64_t id;
+        int o, k;
+
+        while ((o = getopt_long(argc, argv, "+n:c:P:p:t:Q:C:e:Ewqh", options, NULL)) >= 0) {
+                char *end = NULL;
+                long long v;
+                switch (o) {
+                case 'n':
+                        json_object_set_new(spec, "name", json_string(optarg));
+                        break;
+                case 'c':
+                case 'p':
+                case 'Q':
+                        v = strtoll(optarg, &end, 10);
+                        if (!*optarg || *end) {
+                                fprintf(stderr, "rtctl submit: --%s needs a number, not '%s'\n",
+                                        o == 'c' ? "cores" : o == 'p' ? "priority" : "queue-priority", optarg);
+                                return RTCTL_EXIT_USAGE;
+                        }
+                        json_object_set_new(spec, o == 'c' ? "cores" : o == 'p' ? "priority" : "queue_priority",
+                                            json_integer(v));
+                        break;
+                case 'L':
+                        json_object_set_new(spec, "cpus", json_string(optarg));
+                        break;
+                case 'P':
+                        json_object_set_new(spec, "policy", json_string(optarg));
+                        break;
+                case 't': {
+                        double t = strtod(optarg, &end);
+                        if (!*optarg || *end) {
+                                fprintf(stderr, "rtctl submit: --timeout needs seconds, not '%s'\n", optarg);
+                                return RTCTL_EXIT_USAGE;
+                        }
+                        json_object_set_new(spec, "timeout_s", json_real(t));
+                        break;
+                }
+                case 'C':
+                        json_object_set_new(spec, "cwd", json_string(optarg));
+                        break;
+                case 'e':
+                        if (env_put(extra_env, optarg) < 0) {
+                                fprintf(stderr, "rtctl submit: --env needs KEY=VALUE, not '%s'\n", optarg);
+                                return RTCTL_EXIT_USAGE;
+                        }
+                        break;
+                case 'E':
+                        send_env = false;
+                        break;
+                case 'w':
+                        wait = true;
+                        break;
+                case 'q':
+                        quiet = true;
+                        break;
+                case 'h':
+                        printf("%s", submit_usage);
+                        return RTCTL_EXIT_OK;
+                default:
+                        fprintf(stderr, "%s", submit_usage);
+                        return RTCTL_EXIT_USAGE;
+                }
+        }
+        if (optind >= argc) {
+                fprintf(stderr, "rtctl submit: no command given. Usage:\n%s", submit_usage);
+                return RTCTL_EXIT_USAGE;
+        }
+
+        json_t *args = json_array(), *env = json_object();
+        for (int i = optind; i < argc; i++)
+                json_array_append_new(args, json_string(argv[i]));
+        json_object_set_new(spec, "argv", args);
+        if (send_env)
+                for (char **e = environ; e && *e; e++)
+                        (void) env_put(env, *e);
+        json_object_update(env, extra_env);
+        json_decref(extra_env);
+        json_object_set_new(spec, "env", env);
+        if (!json_object_get(spec, "cwd") && getcwd(cwd, sizeof cwd))
+                json_object_set_new(spec, "cwd", json_string(cwd));
+
+        k = ctl_request(c, "POST", "/v1/jobs", spec, &r);
+        json_decref(spec);
+        if (k != 0)
+                return k;
+        if (r.status != 201) {
+                k = ctl_fail(c, &r);
+                ctl_response_done(&r);
+                return k;
+        }
+        id = (uint64_t) json_integer_value(json_object_get(r.json, "id"));
+        if (!wait) {
+                if (c->json)
+                        ctl_print_json(&r);
+                else
+                        printf("%" PRIu64 "\n", id);
+                ctl_response_done(&r);
+                return RTCTL_EXIT_OK;
+        }
+        ctl_response_done(&r);
+        if (!quiet && !c->json && !isatty(STDERR_FILENO))
+                fprintf(stderr, "job %" PRIu64 "\n", id);
+        k = wait_for_job(quiet ? &(Ctl){ .socket_path = c->socket_path, .json = true } : c, id, &job);
+        if (k != 0)
+                return k;
+        if (c->json) {
+                json_dumpf(job, stdout, JSON_INDENT(2));
+                putchar('\n');
+        } else if (!quiet) {
+                print_output(c, id, "stdout", stdout);
+                print_output(c, id, "stderr", stderr);
+                if (json_is_string(json_object_get(job, "reason")) && !streq(jstr(job, "state", ""), "succeeded"))
+                        fprintf(stderr, "rtctl: job %" PRIu64 " %s: %s\n", id, jstr(job, "state", "?"),
+                                jstr(job, "reason", ""));
+        }
+        k = job_exit_code(job);
+        json_decref(job);
+        return k;
+}
+
+/* ---- list, show ---- */
+
+static void print_time_short(json_t *job, const char *key) {
+        const char *t = jstr(job, key, NULL);
+        /* "2026-11-22T03:04:05.123456Z" → "03:04:05" (UTC) */
+        if (t && strlen(t) >= 19)
+                printf("%.8s", t + 11);
+        else
+                printf("%-8s", "-");
 }
 
 int verb_list(Ctl *c, int argc, char **argv) {
-        (void) c;
-        (void) argc;
-        (void) argv;
-        fprintf(stderr, "rtctl: list is not available yet\n");
-        return RTCTL_EXIT_USAGE;
+        static const struct option options[] = {
+                { "state", required_argument, NULL, 's' },
+                { "user", required_argument, NULL, 'u' },
+                { "limit", required_argument, NULL, 'l' },
+                { "cursor", required_argument, NULL, 'c' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *state = NULL, *user = NULL, *limit = NULL, *cursor = NULL;
+        char path[512];
+        json_t *res, *jobs, *job;
+        size_t i;
+        int o, k;
+
+        while ((o = getopt_long(argc, argv, "+s:u:l:c:h", options, NULL)) >= 0)
+                switch (o) {
+                case 's': state = optarg; break;
+                case 'u': user = optarg; break;
+                case 'l': limit = optarg; break;
+                case 'c': cursor = optarg; break;
+                case 'h':
+                        printf("rtctl list [--state STATE] [--user USER] [--limit N] [--cursor ID]\n"
+                               "Jobs, newest first. Other users' jobs are shown without their command line.\n");
+                        return RTCTL_EXIT_OK;
+                default:
+                        return RTCTL_EXIT_USAGE;
+                }
+        snprintf(path, sizeof path, "/v1/jobs?limit=%s%s%s%s%s%s%s", limit ?: "50", state ? "&state=" : "",
+                 strempty(state), user ? "&user=" : "", strempty(user), cursor ? "&cursor=" : "", strempty(cursor));
+        if (c->json) {
+                CtlResponse r;
+                k = ctl_request(c, "GET", path, NULL, &r);
+                if (k == 0)
+                        k = r.status == 200 ? ctl_print_json(&r) : ctl_fail(c, &r);
+                ctl_response_done(&r);
+                return k;
+        }
+        k = ctl_get_json(c, path, &res);
+        if (k != 0)
+                return k;
+        jobs = json_object_get(res, "jobs");
+        printf("%-8s %-10s %-10s %-6s %-5s %-8s %-8s %s\n", "ID", "STATE", "USER", "CPUS", "EXIT", "SUBMIT", "TOOK",
+               "NAME");
+        json_array_foreach(jobs, i, job) {
+                json_t *code = json_object_get(job, "exit_code"), *sig = json_object_get(job, "signal"),
+                       *dur = json_object_get(job, "duration_s");
+                char exit_s[16] = "-", took[16] = "-";
+                if (json_is_integer(sig))
+                        snprintf(exit_s, sizeof exit_s, "sig%d", (int) json_integer_value(sig));
+                else if (json_is_integer(code))
+                        snprintf(exit_s, sizeof exit_s, "%d", (int) json_integer_value(code));
+                if (json_is_number(dur))
+                        snprintf(took, sizeof took, "%.3gs", json_number_value(dur));
+                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-10s %-6s %-5s ", json_integer_value(json_object_get(job, "id")),
+                       jstr(job, "state", "?"), jstr(job, "user", "?"), jstr(job, "cpus", "-"), exit_s);
+                print_time_short(job, "submitted_at");
+                printf(" %-8s %s\n", took, jstr(job, "name", "-"));
+        }
+        if (json_is_string(json_object_get(res, "next_cursor")))
+                printf("(more: rtctl list --cursor %s)\n", jstr(res, "next_cursor", ""));
+        json_decref(res);
+        return RTCTL_EXIT_OK;
+}
+
+static void print_value(const char *key, json_t *v, int indent) {
+        const char *k;
+        json_t *child;
+
+        if (json_is_object(v) && streq(key, "env")) {
+                printf("%*s%s: (%zu variables; --json shows them)\n", indent, "", key, json_object_size(v));
+                return;
+        }
+        if (json_is_object(v)) {
+                printf("%*s%s:\n", indent, "", key);
+                json_object_foreach(v, k, child)
+                        print_value(k, child, indent + 2);
+                return;
+        }
+        if (json_is_null(v))
+                return;
+        if (json_is_string(v))
+                printf("%*s%s: %s\n", indent, "", key, json_string_value(v));
+        else {
+                _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+                printf("%*s%s: %s\n", indent, "", key, strempty(s));
+        }
+}
+
+static int one_job(Ctl *c, int argc, char **argv, const char *usage, uint64_t *ret) {
+        if (argc == 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
+                printf("%s", usage);
+                return -1;
+        }
+        if (argc != 2) {
+                fprintf(stderr, "%s", usage);
+                return RTCTL_EXIT_USAGE;
+        }
+        return parse_job_id(argv[0], argv[1], ret);
 }
 
 int verb_show(Ctl *c, int argc, char **argv) {
-        (void) c;
-        (void) argc;
-        (void) argv;
-        fprintf(stderr, "rtctl: show is not available yet\n");
-        return RTCTL_EXIT_USAGE;
+        char path[64];
+        json_t *job;
+        const char *k;
+        json_t *v;
+        uint64_t id;
+        int r = one_job(c, argc, argv, "rtctl show ID\nOne job: spec, state, times, exit, CPU time, context "
+                        "switches, dispatch latency, scheduling metrics.\n", &id);
+
+        if (r != 0)
+                return r < 0 ? RTCTL_EXIT_OK : r;
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+        if (c->json) {
+                CtlResponse resp;
+                r = ctl_request(c, "GET", path, NULL, &resp);
+                if (r == 0)
+                        r = resp.status == 200 ? ctl_print_json(&resp) : ctl_fail(c, &resp);
+                ctl_response_done(&resp);
+                return r;
+        }
+        r = ctl_get_json(c, path, &job);
+        if (r != 0)
+                return r;
+        json_object_foreach(job, k, v)
+                print_value(k, v, 0);
+        json_decref(job);
+        return RTCTL_EXIT_OK;
 }
 
 int verb_cancel(Ctl *c, int argc, char **argv) {
-        (void) c;
-        (void) argc;
-        (void) argv;
-        fprintf(stderr, "rtctl: cancel is not available yet\n");
-        return RTCTL_EXIT_USAGE;
+        char path[64];
+        CtlResponse resp;
+        uint64_t id;
+        int r = one_job(c, argc, argv, "rtctl cancel ID\nCancel a job: a queued job is dropped, a running one "
+                        "gets SIGTERM and, after [Jobs] KillGraceSec=, SIGKILL.\n", &id);
+
+        if (r != 0)
+                return r < 0 ? RTCTL_EXIT_OK : r;
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+        r = ctl_request(c, "DELETE", path, NULL, &resp);
+        if (r != 0)
+                return r;
+        if (resp.status != 200 && resp.status != 202)
+                r = ctl_fail(c, &resp);
+        else if (c->json)
+                r = ctl_print_json(&resp);
+        else
+                printf("job %" PRIu64 ": %s\n", id, resp.status == 202 ? "stopping (SIGTERM sent)" : "cancelled");
+        ctl_response_done(&resp);
+        return r;
 }
 
 int verb_wait(Ctl *c, int argc, char **argv) {
-        (void) c;
-        (void) argc;
-        (void) argv;
-        fprintf(stderr, "rtctl: wait is not available yet\n");
-        return RTCTL_EXIT_USAGE;
+        json_t *job = NULL;
+        uint64_t id;
+        int r = one_job(c, argc, argv, "rtctl wait ID\nWait for a job to end; exit with its exit code, 128+N if "
+                        "signal N killed it, 124 timed out, 125 cancelled, 123 lost.\n", &id);
+
+        if (r != 0)
+                return r < 0 ? RTCTL_EXIT_OK : r;
+        r = wait_for_job(c, id, &job);
+        if (r != 0)
+                return r;
+        if (c->json) {
+                json_dumpf(job, stdout, JSON_INDENT(2));
+                putchar('\n');
+        } else
+                printf("job %" PRIu64 ": %s%s%s\n", id, jstr(job, "state", "?"),
+                       json_is_string(json_object_get(job, "reason")) ? ": " : "", jstr(job, "reason", ""));
+        r = job_exit_code(job);
+        json_decref(job);
+        return r;
+}
+
+/* ---- logs ---- */
+
+static bool on_log_chunk(const char *data, size_t size, void *userdata) {
+        fwrite(data, 1, size, stdout);
+        fflush(stdout);
+        return true;
 }
 
 int verb_logs(Ctl *c, int argc, char **argv) {
-        (void) c;
-        (void) argc;
-        (void) argv;
-        fprintf(stderr, "rtctl: logs is not available yet\n");
-        return RTCTL_EXIT_USAGE;
-}
+        static const struct option options[] = {
+                { "follow", no_argument, NULL, 'f' },
+                { "stderr", no_argument, NULL, 'e' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        bool follow = false, err = false;
+        char path[128];
+        CtlResponse resp;
+        uint64_t id;
+        json_t *job;
+        int o, r;
 
+        while ((o = getopt_long(argc, argv, "+feh", options, NULL)) >= 0)
+                switch (o) {
+                case 'f': follow = true; break;
+                case 'e': err = true; break;
+                case 'h':
+                        printf("rtctl logs ID [-f|--follow] [--stderr]\nPrint a job's captured stdout (or "
+                               "stderr); -f keeps printing until the job ends.\n");
+                        return RTCTL_EXIT_OK;
+                default:
+                        return RTCTL_EXIT_USAGE;
+                }
+        if (optind + 1 != argc) {
+                fprintf(stderr, "rtctl logs: give one job id\n");
+                return RTCTL_EXIT_USAGE;
+        }
+        r = parse_job_id("logs", argv[optind], &id);
+        if (r != 0)
+                return r;
+        /* Ask first, so a refusal prints the daemon's reason instead of problem JSON as "output". */
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+        r = ctl_get_json(c, path, &job);
+        if (r != 0)
+                return r;
+        json_decref(job);
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s%s", id, err ? "stderr" : "stdout",
+                 follow ? "&follow=1" : "");
+        if (follow) {
+                r = ctl_stream(c, path, on_log_chunk, NULL, &resp);
+                ctl_response_done(&resp);
+                return r;
+        }
+        r = ctl_request(c, "GET", path, NULL, &resp);
+        if (r != 0)
+                return r;
+        if (resp.status != 200)
+                r = ctl_fail(c, &resp);
+        else if (resp.body)
+                fwrite(resp.body, 1, resp.size, stdout);
+        ctl_response_done(&resp);
+        return r;
+}

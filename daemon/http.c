@@ -423,6 +423,11 @@ static void stream_wake(HttpStream *s) {
         if (s->suspended && s->connection) {
                 s->suspended = false;
                 MHD_resume_connection(s->connection);
+                /* Resuming does not wake the external epoll by itself: run MHD on the next loop iteration. */
+                if (s->http && s->http->timer) {
+                        (void) sd_event_source_set_time(s->http->timer, 1);
+                        (void) sd_event_source_set_enabled(s->http->timer, SD_EVENT_ONESHOT);
+                }
         }
 }
 

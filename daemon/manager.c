@@ -197,7 +197,9 @@ static int apply_reload(Manager *m, RtdConfig *n) {
         RtdConfig *old = m->config;
         m->config = n;
         if (!cpuset_equal(&want, &have) || n->backend != old->backend || n->irqs != old->irqs ||
-            n->rt_runtime_usec != old->rt_runtime_usec) {
+            n->rt_runtime_usec != old->rt_runtime_usec ||
+            n->fair_server_runtime_usec != old->fair_server_runtime_usec ||
+            n->timer_migration != old->timer_migration || n->stat_interval_sec != old->stat_interval_sec) {
                 r = cpuset_is_empty(&want) ? reservation_release(m->reservation)
                                            : reservation_apply(m->reservation, &want);
                 if (r < 0) {

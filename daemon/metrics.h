@@ -21,3 +21,15 @@ json_t *metrics_job_finish(Metrics *x, uint64_t job_id);
 /* Daemon-side dispatch latency (accepted → exec) of one job, for the histogram. */
 void metrics_observe_dispatch(Metrics *x, uint64_t usec);
 json_t *metrics_to_json(Metrics *x);    /* collector state (BPF or fallback and why) for /v1/status */
+
+/* Added by the metrics module (used by api-metrics.c, jobs and tests): */
+#include <stdbool.h>
+#include <stddef.h>
+bool metrics_bpf_enabled(Metrics *x);
+/* A running job's figures so far (same shape as metrics_job_finish(), nothing forgotten). */
+json_t *metrics_job_current(Metrics *x, uint64_t job_id);
+/* Read the collector now instead of waiting for the timer (tests, and before a final job read). */
+void metrics_refresh(Metrics *x);
+/* Served from the last snapshot; never touch BPF maps. */
+int metrics_render_prometheus(Metrics *x, char **ret, size_t *ret_size);
+json_t *metrics_render_json(Metrics *x);

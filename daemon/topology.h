@@ -9,6 +9,7 @@
 
 typedef struct TopologyCpu {
         unsigned cpu;
+        bool present;           /* has a cpuN directory (possible CPUs may be absent: holes) */
         bool online;
         int package;            /* physical_package_id, -1 unknown */
         int core;               /* core_id (unique only within a package) */
@@ -30,6 +31,7 @@ typedef struct Topology {
         CpuSet *llcs;                   /* CPUs per last-level-cache domain */
         size_t n_llcs;
         bool smt;                       /* any online core has more than one thread */
+        unsigned threads_per_core;      /* most online threads seen on one core */
 } Topology;
 
 /* sys_fd is a dirfd of /sys (or a fixture's sys/). */
@@ -43,9 +45,12 @@ void topology_default_reserved(const Topology *t, CpuSet *ret);
 /* The set plus all SMT siblings of its CPUs. */
 void topology_with_siblings(const Topology *t, const CpuSet *set, CpuSet *ret);
 /*
- * Parse a CPU list and check every CPU is online. On error returns -EINVAL and *ret_error says which
- * part is wrong and why ("7: CPU 7 is offline; online CPUs are 0-6").
+ * Parse a CPU list and check every CPU is online. On error returns -EINVAL, leaves *ret alone, and
+ * *ret_error (if non-NULL; caller frees) says which part is wrong and why: "77: CPU 77 is not online
+ * (online: 0-76,78-127)", "3-1: reversed range (write 1-3)", "9: CPU 9 does not exist on this machine
+ * (online: 0-1)". The empty string is the empty set.
  */
 int topology_parse_online_cpus(const Topology *t, const char *s, CpuSet *ret, char **ret_error);
 
+/* The GET /v1/topology body; see the comment above its definition for the keys. NULL on ENOMEM. */
 json_t *topology_to_json(const Topology *t);

@@ -1,0 +1,540 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/* Scheduling metrics for rtd: per-CPU context switches, migrations, run-queue latency, hard/soft IRQ
+ * counts and time, intrusions on reserved CPUs, per-job counters. One program per hook (each attached
+ * program pays its own dispatch); every hook has a tp_btf and a raw_tp twin, user space picks one set
+ * before load (libbpf-tools' runqlat pattern). Counters are read by daemon/bpf-metrics.c on a timer. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "sched-metrics.h"
+
+/* GPL-compatible licence: tracing helpers (probe_read, task storage) are GPL-only. */
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Set before load: no CONFIG_SCHED_INFO, so run-queue latency needs wakeup timestamps (and the
+ * sched_wakeup programs are loaded). */
+const volatile bool stamp_wakeups = false;
+
+/* Written by user space through the mmapped .bss: which CPUs are reserved. */
+__u8 reserved_cpus[RTD_MAX_CPUS];
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);                 /* set to the number of possible CPUs before load */
+        __type(key, __u32);
+        __type(value, struct rtd_cpu);
+} cpus SEC(".maps");
+
+/* tp_btf: task local storage (freed with the task, no capacity limit, cheap lookups). */
+struct {
+        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, int);
+        __type(value, struct rtd_task);
+} task_store SEC(".maps");
+
+/* raw_tp: the same keyed by tid (raw tracepoint arguments are not trusted task pointers). */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 65536);
+        __type(key, __u32);
+        __type(value, struct rtd_task);
+} task_hash SEC(".maps");
+
+/*
+ * tp_btf: rtd's own tasks (jobs, workers) again by tid. bpf_task_storage_get() in a tracing program gives
+ * up (NULL) while a task-storage syscall on the same CPU was preempted halfway (a per-CPU busy count):
+ * then the mark is looked up here instead, so no slice of a job is lost. Deleted at exit.
+ */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 16384);
+        __type(key, __u32);
+        __type(value, struct rtd_task);
+} marks SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 4096);
+        __type(key, __u64);
+        __type(value, struct rtd_job);
+} jobs SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, 4096);
+        __type(key, struct rtd_intruder_key);
+        __type(value, struct rtd_intruder);
+} intruders SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+        __uint(max_entries, 2048);
+        __type(key, __u32);
+        __type(value, struct rtd_irq);
+} irqs SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 2048);
+        __type(key, __u32);
+        __type(value, struct rtd_irq_name);
+} irq_names SEC(".maps");
+
+#define TASK_RUNNING 0
+/* prev_state is TASK_REPORT_MAX for a preempted task, never 0 for a blocked one. */
+
+/* Pre-5.14 kernels call it task_struct::state (CO-RE flavour, as libbpf-tools' core_fixes.bpf.h). */
+struct task_struct___o {
+        volatile long int state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state_core(struct task_struct *t) {
+        if (bpf_core_field_exists(t->__state))
+                return BPF_CORE_READ(t, __state);
+        return BPF_CORE_READ((struct task_struct___o *) t, state);
+}
+
+/* btf is a compile-time constant at every call site, so each twin keeps only its own branch. */
+#define TREAD(btf, t, field) ((btf) ? (t)->field : BPF_CORE_READ((t), field))
+
+static __always_inline struct rtd_task *task_get(bool btf, struct task_struct *t, __u32 pid, bool create) {
+        struct rtd_task *v;
+
+        if (btf) {
+                /* Most tasks have no BPF storage at all: one load spares the helper call on the hot path. */
+                if (!create && bpf_core_field_exists(t->bpf_storage) && !t->bpf_storage)
+                        return NULL;
+                v = bpf_task_storage_get(&task_store, t, NULL, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+                if (!v && !create)
+                        v = bpf_map_lookup_elem(&marks, &pid);
+                return v;
+        }
+
+        v = bpf_map_lookup_elem(&task_hash, &pid);
+        if (v || !create)
+                return v;
+        struct rtd_task zero = {};
+        (void) bpf_map_update_elem(&task_hash, &pid, &zero, BPF_NOEXIST);
+        return bpf_map_lookup_elem(&task_hash, &pid);
+}
+
+/* ceil(log2(us)): slot k holds (2^(k-1), 2^k] µs so Prometheus' inclusive `le` is exact. */
+static __always_inline __u32 hist_slot(__u64 ns) {
+        __u64 us = (ns + 999) / 1000, v;       /* round up: a value never exceeds its bucket bound */
+        __u32 r = 0, shift;
+
+        if (us <= 1)
+                return 0;
+        v = us - 1;
+        shift = (v > 0xFFFFFFFF) << 5; v >>= shift; r = shift;
+        shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+        shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+        shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+        shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+        r |= (v >> 1);
+        r += 1;
+        return r < RTD_HIST_SLOTS - 1 ? r : RTD_HIST_SLOTS - 1;
+}
+
+static __always_inline struct rtd_cpu *cpu_get(__u32 cpu) {
+        return bpf_map_lookup_elem(&cpus, &cpu);
+}
+
+static __always_inline bool cpu_reserved(__u32 cpu) {
+        return cpu < RTD_MAX_CPUS && reserved_cpus[cpu & (RTD_MAX_CPUS - 1)];
+}
+
+static __always_inline struct rtd_job *job_get(struct rtd_task *t) {
+        if (!t || t->kind != RTD_TASK_JOB)
+                return NULL;
+        return bpf_map_lookup_elem(&jobs, &t->job_id);
+}
+
+static __always_inline void intruder_add(__u32 cpu, __u32 pid, struct task_struct *t, __u64 delta) {
+        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid };
+        struct rtd_intruder *v = bpf_map_lookup_elem(&intruders, &k);
+
+        if (v) {
+                __sync_fetch_and_add(&v->ns, delta);
+                __sync_fetch_and_add(&v->count, 1);
+                return;
+        }
+        struct rtd_intruder n = { .ns = delta, .count = 1 };
+        (void) bpf_core_read_str(n.comm, sizeof(n.comm), &t->comm);
+        (void) bpf_map_update_elem(&intruders, &k, &n, BPF_ANY);
+}
+
+static __always_inline void runq_record(struct rtd_cpu *c, struct rtd_job *j, __u64 d) {
+        __u32 slot = hist_slot(d);
+
+        if (slot < RTD_HIST_SLOTS)
+                c->runq_hist[slot]++;
+        c->runq_sum_ns += d;
+        if (j) {
+                __sync_fetch_and_add(&j->runq_count, 1);
+                __sync_fetch_and_add(&j->runq_sum_ns, d);
+                if (d > j->runq_max_ns)
+                        j->runq_max_ns = d;     /* racy max: good enough for a figure */
+        }
+}
+
+/*
+ * The hot path, kept to one task lookup and no clock read for ordinary tasks. Run-queue latency comes
+ * from the kernel's own sched_info: run_delay grows by each wait only after this tracepoint (in
+ * sched_info_arrive()), so the value noted at switch-in subtracted from the value at switch-out is the
+ * wait before that slice. Kernels without CONFIG_SCHED_INFO get wakeup stamps instead (stamp_wakeups).
+ */
+static __always_inline int on_switch(bool btf, bool preempt, struct task_struct *prev,
+                                     struct task_struct *next, __u32 prev_state) {
+        __u32 cpu = bpf_get_smp_processor_id();
+        struct rtd_cpu *c = cpu_get(cpu);
+        struct rtd_task *nt = NULL;
+        struct rtd_job *j = NULL;
+        __u32 prev_pid, next_pid;
+        __u64 now = 0;
+        bool involuntary;
+
+        if (!c)
+                return 0;
+        prev_pid = TREAD(btf, prev, pid);
+        next_pid = TREAD(btf, next, pid);
+        /* The kernel counts nvcsw only for a non-preempted switch of a task that is not running. */
+        involuntary = preempt || prev_state == TASK_RUNNING;
+        if (stamp_wakeups)
+                now = bpf_ktime_get_ns();
+
+        if (next_pid)
+                nt = task_get(btf, next, next_pid, false);
+
+        /* Idle (pid 0, one per CPU) is never counted: it is always "running" and would inflate ivcsw. */
+        if (prev_pid) {
+                /* What prev was (job, intruder) was noted when it was switched in: no lookup of prev. */
+                bool was_cur = c->cur_pid == prev_pid;
+                __u64 prev_job = was_cur ? c->cur_job_id : 0;
+
+                if (involuntary)
+                        c->switches_involuntary++;
+                else
+                        c->switches_voluntary++;
+                if (prev_job)
+                        j = bpf_map_lookup_elem(&jobs, &prev_job);
+
+                if (!stamp_wakeups && was_cur && c->cur_pcount) {
+                        __u64 pcount = TREAD(btf, prev, sched_info.pcount);
+                        __u64 delay = TREAD(btf, prev, sched_info.run_delay);
+
+                        /* Exactly one arrival since switch-in; anything else (first sight) is skipped. */
+                        if (pcount == c->cur_pcount + 1 && delay >= c->cur_run_delay)
+                                runq_record(c, j, delay - c->cur_run_delay);
+                } else if (stamp_wakeups && involuntary) {
+                        /* A preempted task stays runnable: its run-queue wait starts now. */
+                        struct rtd_task *pt = task_get(btf, prev, prev_pid, true);
+                        if (pt)
+                                pt->wake_ns = now;
+                }
+
+                if (was_cur && c->cur_intruder && c->cur_start_ns) {
+                        __u64 t = bpf_ktime_get_ns();   /* intruders only: wall time, as user space ages it */
+                        if (t > c->cur_start_ns) {
+                                c->intrusion_ns += t - c->cur_start_ns;
+                                intruder_add(cpu, prev_pid, prev, t - c->cur_start_ns);
+                        }
+                }
+                if (j) {
+                        __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
+
+                        if (rt > c->cur_start_runtime)
+                                __sync_fetch_and_add(&j->on_cpu_ns, rt - c->cur_start_runtime);
+                        if (involuntary) {
+                                __sync_fetch_and_add(&j->switches_involuntary, 1);
+                                if (!nt || nt->kind != RTD_TASK_JOB || nt->job_id != prev_job)
+                                        __sync_fetch_and_add(&j->preemptions, 1);
+                        } else
+                                __sync_fetch_and_add(&j->switches_voluntary, 1);
+                }
+        }
+
+        c->cur_pid = next_pid;
+        c->cur_intruder = 0;
+        c->cur_job_id = 0;
+        c->cur_start_ns = 0;
+        c->cur_pcount = 0;
+        if (!next_pid)
+                return 0;
+
+        if (stamp_wakeups) {
+                if (nt && nt->wake_ns) {
+                        if (now > nt->wake_ns)
+                                runq_record(c, job_get(nt), now - nt->wake_ns);
+                        nt->wake_ns = 0;
+                }
+        } else {
+                c->cur_pcount = TREAD(btf, next, sched_info.pcount);
+                c->cur_run_delay = TREAD(btf, next, sched_info.run_delay);
+        }
+
+        if (nt && nt->kind == RTD_TASK_JOB) {
+                c->cur_job_id = nt->job_id;
+                c->cur_start_runtime = TREAD(btf, next, se.sum_exec_runtime);
+        } else if ((!nt || nt->kind == RTD_TASK_OTHER) && cpu_reserved(cpu)) {
+                c->cur_intruder = 1;
+                c->cur_start_ns = bpf_ktime_get_ns();
+                c->intrusions++;
+        }
+        return 0;
+}
+
+static __always_inline int on_wakeup(bool btf, struct task_struct *p) {
+        __u32 pid = TREAD(btf, p, pid);
+        struct rtd_task *t;
+
+        if (!pid)
+                return 0;
+        t = task_get(btf, p, pid, true);
+        if (t)
+                t->wake_ns = bpf_ktime_get_ns();
+        return 0;
+}
+
+static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest) {
+        __u32 pid = TREAD(btf, p, pid);
+        __u32 orig = TREAD(btf, p, thread_info.cpu);
+        struct rtd_cpu *c;
+
+        if (!pid || orig == (__u32) dest)
+                return 0;
+        c = cpu_get(orig);
+        if (c)
+                __sync_fetch_and_add(&c->migrations_out, 1);
+        c = cpu_get(dest);
+        if (c)
+                __sync_fetch_and_add(&c->migrations_in, 1);
+
+        struct rtd_job *j = job_get(task_get(btf, p, pid, false));
+        if (j)
+                __sync_fetch_and_add(&j->migrations, 1);
+        return 0;
+}
+
+/* Descendants of a job or worker belong to it: copy the mark to the child. */
+static __always_inline int on_fork(bool btf, struct task_struct *parent, struct task_struct *child) {
+        __u32 ppid = TREAD(btf, parent, pid), cpid = TREAD(btf, child, pid);
+        struct rtd_task *pt, *ct;
+
+        pt = task_get(btf, parent, ppid, false);
+        if (!pt || pt->kind == RTD_TASK_OTHER)
+                return 0;
+        struct rtd_task mark = { .kind = pt->kind, .job_id = pt->job_id };
+        struct rtd_job *j = job_get(&mark);
+
+        if (j)
+                __sync_fetch_and_add(&j->tasks, 1);
+        if (btf)
+                (void) bpf_map_update_elem(&marks, &cpid, &mark, BPF_ANY);
+        ct = task_get(btf, child, cpid, true);
+        if (!ct)
+                return 0;
+        ct->kind = mark.kind;
+        ct->job_id = mark.job_id;
+        return 0;
+}
+
+static __always_inline int on_irq_entry(bool btf, int irq, struct irqaction *action) {
+        struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
+
+        if (c)
+                c->hardirq_start_ns = bpf_ktime_get_ns();
+        return 0;
+}
+
+static __always_inline int on_irq_exit(bool btf, int irq, struct irqaction *action) {
+        struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
+        __u64 now = bpf_ktime_get_ns(), d = 0;
+        __u32 key = irq;
+        struct rtd_irq *v;
+
+        if (!c)
+                return 0;
+        if (c->hardirq_start_ns && now > c->hardirq_start_ns)
+                d = now - c->hardirq_start_ns;
+        c->hardirq_start_ns = 0;
+        c->hardirq_count++;
+        c->hardirq_ns += d;
+
+        v = bpf_map_lookup_elem(&irqs, &key);
+        if (v) {
+                v->count++;
+                v->ns += d;
+        } else {
+                struct rtd_irq n = { .count = 1, .ns = d };
+                struct rtd_irq_name name = {};
+
+                (void) bpf_map_update_elem(&irqs, &key, &n, BPF_NOEXIST);
+                /* First time on this CPU: remember the handler's name for attribution. */
+                if (!bpf_map_lookup_elem(&irq_names, &key)) {
+                        const char *s = btf ? action->name : BPF_CORE_READ(action, name);
+
+                        (void) bpf_probe_read_kernel_str(name.name, sizeof(name.name), s);
+                        (void) bpf_map_update_elem(&irq_names, &key, &name, BPF_NOEXIST);
+                }
+        }
+
+        if (c->cur_job_id) {
+                struct rtd_job *j = bpf_map_lookup_elem(&jobs, &c->cur_job_id);
+
+                if (j) {
+                        __sync_fetch_and_add(&j->hardirq_count, 1);
+                        __sync_fetch_and_add(&j->hardirq_ns, d);
+                }
+        }
+        return 0;
+}
+
+static __always_inline int on_softirq_entry(unsigned int vec) {
+        struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
+
+        if (c)
+                c->softirq_start_ns = bpf_ktime_get_ns();
+        return 0;
+}
+
+static __always_inline int on_softirq_exit(unsigned int vec) {
+        struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
+        __u64 now = bpf_ktime_get_ns(), d = 0;
+
+        if (!c || vec >= RTD_NR_SOFTIRQS)
+                return 0;
+        if (c->softirq_start_ns && now > c->softirq_start_ns)
+                d = now - c->softirq_start_ns;
+        c->softirq_start_ns = 0;
+        c->softirq_count[vec]++;
+        c->softirq_ns[vec] += d;
+
+        if (c->cur_job_id) {
+                struct rtd_job *j = bpf_map_lookup_elem(&jobs, &c->cur_job_id);
+
+                if (j) {
+                        __sync_fetch_and_add(&j->softirq_count, 1);
+                        __sync_fetch_and_add(&j->softirq_ns, d);
+                }
+        }
+        return 0;
+}
+
+/* ---- tp_btf programs (kernel >= 5.5 with BTF) ---- */
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state) {
+        return on_switch(true, preempt, prev, next, prev_state);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(tp_sched_wakeup, struct task_struct *p) {
+        return on_wakeup(true, p);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(tp_sched_wakeup_new, struct task_struct *p) {
+        return on_wakeup(true, p);
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(tp_sched_migrate_task, struct task_struct *p, int dest_cpu) {
+        return on_migrate(true, p, dest_cpu);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child) {
+        return on_fork(true, parent, child);
+}
+
+/* Tids are reused: forget the mark of a task that exits (its storage goes away by itself). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(tp_sched_process_exit, struct task_struct *p) {
+        __u32 pid = p->pid;
+
+        (void) bpf_map_delete_elem(&marks, &pid);
+        return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(tp_irq_handler_entry, int irq, struct irqaction *action) {
+        return on_irq_entry(true, irq, action);
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(tp_irq_handler_exit, int irq, struct irqaction *action) {
+        return on_irq_exit(true, irq, action);
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(tp_softirq_entry, unsigned int vec) {
+        return on_softirq_entry(vec);
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(tp_softirq_exit, unsigned int vec) {
+        return on_softirq_exit(vec);
+}
+
+/* ---- raw_tp twins (no BTF-typed tracepoints); task marks live in task_hash ---- */
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+        /* prev_state became the 4th argument only in 5.18: read it from the task instead. */
+        __u32 state = preempt ? 1 : task_state_core(prev);
+        return on_switch(false, preempt, prev, next, state);
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(raw_sched_wakeup, struct task_struct *p) {
+        return on_wakeup(false, p);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(raw_sched_wakeup_new, struct task_struct *p) {
+        return on_wakeup(false, p);
+}
+
+SEC("raw_tp/sched_migrate_task")
+int BPF_PROG(raw_sched_migrate_task, struct task_struct *p, int dest_cpu) {
+        return on_migrate(false, p, dest_cpu);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(raw_sched_process_fork, struct task_struct *parent, struct task_struct *child) {
+        return on_fork(false, parent, child);
+}
+
+/* Only the hash needs cleaning: task storage goes away with the task. */
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(raw_sched_process_exit, struct task_struct *p) {
+        __u32 pid = BPF_CORE_READ(p, pid);
+
+        (void) bpf_map_delete_elem(&task_hash, &pid);
+        return 0;
+}
+
+SEC("raw_tp/irq_handler_entry")
+int BPF_PROG(raw_irq_handler_entry, int irq, struct irqaction *action) {
+        return on_irq_entry(false, irq, action);
+}
+
+SEC("raw_tp/irq_handler_exit")
+int BPF_PROG(raw_irq_handler_exit, int irq, struct irqaction *action) {
+        return on_irq_exit(false, irq, action);
+}
+
+SEC("raw_tp/softirq_entry")
+int BPF_PROG(raw_softirq_entry, unsigned int vec) {
+        return on_softirq_entry(vec);
+}
+
+SEC("raw_tp/softirq_exit")
+int BPF_PROG(raw_softirq_exit, unsigned int vec) {
+        return on_softirq_exit(vec);
+}

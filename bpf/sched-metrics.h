@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* Structures shared by sched-metrics.bpf.c and daemon/bpf-metrics.c: per-CPU counters, per-job
+ * counters, task marks and the intrusion attribution keys. Only fixed-width types: the BPF side sees
+ * vmlinux.h, user space <linux/types.h>. */
+#pragma once
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define RTD_HIST_SLOTS 28               /* slot k: (2^(k-1), 2^k] µs, k = 0..26; slot 27: > 2^26 µs */
+#define RTD_NR_SOFTIRQS 10              /* HI, TIMER, NET_TX, NET_RX, BLOCK, IRQ_POLL, TASKLET, SCHED, HRTIMER, RCU */
+#define RTD_MAX_CPUS 1024               /* reserved_cpus[] size; CPUs beyond it are never "reserved" */
+#define RTD_IRQ_NAME 32
+
+/* What a task is to rtd: set by user space (metrics_track_task) and inherited on fork. */
+enum {
+        RTD_TASK_OTHER = 0,
+        RTD_TASK_WORKER = 1,
+        RTD_TASK_JOB = 2,
+};
+
+/* Per-task state (task local storage on tp_btf, a pid-keyed hash on raw_tp). */
+struct rtd_task {
+        __u64 job_id;                   /* RTD_TASK_JOB only */
+        __u64 wake_ns;                  /* stamp_wakeups only: when it became runnable, 0 = not waiting */
+        __u32 kind;
+        __u32 pad;
+};
+
+/* Per-CPU counters (one ARRAY slot per possible CPU). Counters only grow; state fields at the end. */
+struct rtd_cpu {
+        __u64 switches_voluntary;
+        __u64 switches_involuntary;
+        __u64 migrations_in;            /* updated from other CPUs: atomic */
+        __u64 migrations_out;
+        __u64 runq_hist[RTD_HIST_SLOTS];
+        __u64 runq_sum_ns;
+        __u64 hardirq_count;
+        __u64 hardirq_ns;
+        __u64 softirq_count[RTD_NR_SOFTIRQS];
+        __u64 softirq_ns[RTD_NR_SOFTIRQS];
+        __u64 intrusions;               /* times a non-rtd task was switched in on this (reserved) CPU */
+        __u64 intrusion_ns;             /* on-CPU time of those tasks, accounted when they leave */
+        /* state of the current task */
+        __u64 cur_start_ns;             /* intruders only: bpf_ktime_get_ns() (CLOCK_MONOTONIC) at switch-in */
+        __u64 cur_start_runtime;        /* jobs only: its se.sum_exec_runtime at switch-in */
+        __u64 cur_pcount;               /* its sched_info.pcount and run_delay at switch-in */
+        __u64 cur_run_delay;
+        __u64 cur_job_id;               /* job of the current task, 0 if none */
+        __u32 cur_pid;
+        __u32 cur_intruder;             /* current task is an intruder on a reserved CPU */
+        __u64 hardirq_start_ns;
+        __u64 softirq_start_ns;
+};
+
+/* Per-job counters, summed over the job's tasks on every CPU (atomic updates). */
+struct rtd_job {
+        __u64 switches_voluntary;
+        __u64 switches_involuntary;
+        __u64 preemptions;              /* involuntary switches to a task outside the job */
+        __u64 migrations;
+        __u64 on_cpu_ns;
+        __u64 runq_count;
+        __u64 runq_sum_ns;
+        __u64 runq_max_ns;
+        __u64 hardirq_count;            /* IRQs on its CPU while one of its tasks ran */
+        __u64 hardirq_ns;
+        __u64 softirq_count;
+        __u64 softirq_ns;
+        __u64 tasks;                    /* tasks that belonged to it (marked or forked) */
+};
+
+/* Intrusion attribution: cumulative on-CPU time per (CPU, task) on reserved CPUs. */
+struct rtd_intruder_key {
+        __u32 cpu;
+        __u32 pid;
+};
+struct rtd_intruder {
+        __u64 ns;
+        __u64 count;
+        char comm[16];
+};
+
+/* Hard IRQs: per-CPU (PERCPU_HASH keyed by IRQ number) count and time. */
+struct rtd_irq {
+        __u64 count;
+        __u64 ns;
+};
+struct rtd_irq_name {
+        char name[RTD_IRQ_NAME];
+};

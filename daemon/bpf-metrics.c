@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: MIT */
+/* The eBPF collector: the only file that touches the sched-metrics skeleton. Loads and attaches the
+ * programs (tp_btf, or the raw_tp twins), holds the BPF run-time statistics fd, and copies the maps into
+ * a Sample when metrics.c's timer asks. */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "sched-metrics.h"
+#include "sched-metrics.skel.h"
+#include "shared/fileio.h"
+#include "shared/log.h"
+#include "shared/macro.h"
+
+typedef struct BpfCollector {
+        Collector base;
+        struct sched_metrics *skel;
+        bool btf;                       /* tp_btf programs + task storage; else raw_tp + task_hash */
+        int stats_fd;                   /* BPF_ENABLE_STATS: run-time stats stay on while it is open */
+        unsigned n_possible;            /* libbpf's view: per-CPU map values have this many slots */
+} BpfCollector;
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
+        char buf[512];
+
+        /* libbpf's messages are verbose and mostly debug; the load failure itself is logged by metrics.c. */
+        if (level == LIBBPF_DEBUG && log_get_max_level() < LOG_DEBUG)
+                return 0;
+        (void) vsnprintf(buf, sizeof buf, fmt, ap);
+        buf[strcspn(buf, "\n")] = 0;
+        log_debug("%s", buf);
+        return 0;
+}
+
+static uint64_t monotonic_ns(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);     /* the clock bpf_ktime_get_ns() reads */
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+static bool tp_btf_usable(void) {
+        /* Same probe as libbpf-tools' probe_tp_btf(): the BTF id of the tracepoint's btf_trace_ type. */
+        if (libbpf_find_vmlinux_btf_id("sched_switch", BPF_TRACE_RAW_TP) < 0)
+                return false;
+        return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+}
+
+static void choose_programs(BpfCollector *b) {
+        struct bpf_program *p;
+        /* /proc/PID/schedstat exists iff CONFIG_SCHED_INFO: then sched_switch reads the kernel's own
+         * run-queue delay and the (hot) sched_wakeup programs are not needed at all. */
+        bool stamp = access("/proc/self/schedstat", F_OK) < 0 || getenv("RTD_BPF_WAKEUP_STAMPS");
+
+        b->skel->rodata->stamp_wakeups = stamp;
+        bpf_object__for_each_program(p, b->skel->obj) {
+                const char *sec = bpf_program__section_name(p);
+                bool is_btf = startswith(sec, "tp_btf/");
+                bool wakeup = strstr(sec, "/sched_wakeup");
+                (void) bpf_program__set_autoload(p, is_btf == b->btf && (stamp || !wakeup));
+        }
+        if (b->btf)
+                (void) bpf_map__set_max_entries(b->skel->maps.task_hash, 1);     /* unused: keep it tiny */
+        else {
+                (void) bpf_map__set_max_entries(b->skel->maps.marks, 1);
+                (void) bpf_map__set_autocreate(b->skel->maps.task_store, false);
+        }
+}
+
+static const char *attach_mode(Collector *c) {
+        return ((BpfCollector *) c)->btf ? "tp_btf" : "raw_tp";
+}
+
+static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
+        BpfCollector *b = (BpfCollector *) c;
+
+        /* .bss is mmapped: the programs see the new mask on their next run. */
+        for (unsigned i = 0; i < RTD_MAX_CPUS; i++)
+                b->skel->bss->reserved_cpus[i] = cpuset_isset(reserved, i);
+}
+
+static int pidfd_open_(pid_t pid) {
+        return (int) syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int bpf_track_task(Collector *c, pid_t pid, uint64_t job_id, uint64_t cgroup_id) {
+        BpfCollector *b = (BpfCollector *) c;
+        struct rtd_task v = {
+                .job_id = job_id,
+                .kind = job_id ? RTD_TASK_JOB : RTD_TASK_WORKER,
+        };
+        int r;
+
+        /* Jobs are keyed by their process tree (fork inherits the mark); cgroup_id is informational. */
+        (void) cgroup_id;
+        if (job_id) {
+                struct rtd_job zero = { .tasks = 1 };
+                int jfd = bpf_map__fd(b->skel->maps.jobs);
+
+                if (bpf_map_update_elem(jfd, &job_id, &zero, BPF_NOEXIST) < 0) {
+                        struct rtd_job cur;
+                        if (errno != EEXIST)
+                                return -errno;
+                        if (bpf_map_lookup_elem(jfd, &job_id, &cur) == 0) {
+                                cur.tasks++;
+                                (void) bpf_map_update_elem(jfd, &job_id, &cur, BPF_EXIST);
+                        }
+                }
+        }
+
+        if (b->btf) {
+                /* Task storage is keyed by a pidfd from user space. */
+                _cleanup_close_ int fd = pidfd_open_(pid);
+                if (fd < 0)
+                        return -errno;
+                r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.task_store), &fd, &v, BPF_ANY);
+                if (r >= 0) {
+                        uint32_t key = pid;
+                        r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.marks), &key, &v, BPF_ANY);
+                }
+        } else {
+                uint32_t key = pid;
+                r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.task_hash), &key, &v, BPF_ANY);
+        }
+        return r < 0 ? -errno : 0;
+}
+
+static int bpf_job_read(Collector *c, uint64_t job_id, bool forget, JobCounters *ret) {
+        BpfCollector *b = (BpfCollector *) c;
+        int fd = bpf_map__fd(b->skel->maps.jobs);
+        struct rtd_job v;
+
+        if (bpf_map_lookup_elem(fd, &job_id, &v) < 0)
+                return -errno;
+        if (forget)
+                (void) bpf_map_delete_elem(fd, &job_id);
+        *ret = (JobCounters) {
+                .switches_voluntary = v.switches_voluntary,
+                .switches_involuntary = v.switches_involuntary,
+                .preemptions = v.preemptions,
+                .migrations = v.migrations,
+                .on_cpu_ns = v.on_cpu_ns,
+                .runq_count = v.runq_count,
+                .runq_sum_ns = v.runq_sum_ns,
+                .runq_max_ns = v.runq_max_ns,
+                .hardirq_count = v.hardirq_count,
+                .hardirq_ns = v.hardirq_ns,
+                .softirq_count = v.softirq_count,
+                .softirq_ns = v.softirq_ns,
+                .tasks = v.tasks,
+        };
+        return 0;
+}
+
+static void read_comm(int proc_fd, uint32_t pid, char comm[16]) {
+        _cleanup_free_ char *s = NULL;
+        char path[64];
+
+        (void) snprintf(path, sizeof path, "%u/comm", pid);
+        if (read_one_line_at(proc_fd, path, &s) >= 0)
+                (void) snprintf(comm, 16, "%s", s);
+}
+
+/* Program times are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC already. */
+static uint64_t to_monotonic(const struct rtd_cpu *v, uint64_t ns) {
+        (void) v;
+        return ns;
+}
+
+static int read_cpus(BpfCollector *b, Sample *s, uint64_t now) {
+        int fd = bpf_map__fd(b->skel->maps.cpus);
+
+        for (unsigned i = 0; i < s->n_cpus; i++) {
+                CpuCounters *o = &s->cpus[i];
+                struct rtd_cpu v;
+                uint32_t key = i;
+
+                if (bpf_map_lookup_elem(fd, &key, &v) < 0)
+                        return -errno;
+                o->switches_voluntary = v.switches_voluntary;
+                o->switches_involuntary = v.switches_involuntary;
+                o->switches_total = v.switches_voluntary + v.switches_involuntary;
+                o->migrations_in = v.migrations_in;
+                o->migrations_out = v.migrations_out;
+                for (unsigned k = 0; k < METRICS_HIST_SLOTS; k++) {
+                        o->runq_hist[k] = v.runq_hist[k];
+                        o->runq_count += v.runq_hist[k];
+                }
+                o->runq_sum_ns = v.runq_sum_ns;
+                o->hardirq_count = v.hardirq_count;
+                o->hardirq_ns = v.hardirq_ns;
+                memcpy(o->softirq_count, v.softirq_count, sizeof o->softirq_count);
+                memcpy(o->softirq_ns, v.softirq_ns, sizeof o->softirq_ns);
+                o->intrusions = v.intrusions;
+                o->intrusion_ns = v.intrusion_ns;
+                o->current_job = v.cur_job_id;
+                /* An intruder that has not left yet (a hog alone on the CPU never does): count its time
+                 * so far. The program adds the whole run when it leaves, so the sum never goes back. */
+                if (v.cur_intruder && v.cur_start_ns && now > to_monotonic(&v, v.cur_start_ns))
+                        o->intrusion_ns += now - to_monotonic(&v, v.cur_start_ns);
+        }
+        return 0;
+}
+
+static int read_irqs(BpfCollector *b, Sample *s) {
+        int fd = bpf_map__fd(b->skel->maps.irqs), nfd = bpf_map__fd(b->skel->maps.irq_names);
+        _cleanup_free_ struct rtd_irq *vals = calloc(b->n_possible, sizeof(struct rtd_irq));
+        uint32_t key, *prev = NULL;
+
+        if (!vals)
+                return -ENOMEM;
+        while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+                IrqCounters *n, *q;
+                struct rtd_irq_name name = {};
+
+                prev = &key;
+                if (bpf_map_lookup_elem(fd, &key, vals) < 0)
+                        continue;
+                n = reallocarray(s->irqs, s->n_irqs + 1, sizeof *s->irqs);
+                if (!n)
+                        return -ENOMEM;
+                s->irqs = n;
+                q = &s->irqs[s->n_irqs];
+                *q = (IrqCounters) { .irq = key };
+                q->count = calloc(s->n_cpus, sizeof(uint64_t));
+                q->ns = calloc(s->n_cpus, sizeof(uint64_t));
+                s->n_irqs++;
+                if (!q->count || !q->ns)
+                        return -ENOMEM;
+                for (unsigned i = 0; i < s->n_cpus && i < b->n_possible; i++) {
+                        q->count[i] = vals[i].count;
+                        q->ns[i] = vals[i].ns;
+                }
+                if (bpf_map_lookup_elem(nfd, &key, &name) == 0)
+                        (void) snprintf(q->name, sizeof q->name, "%.*s", RTD_IRQ_NAME, name.name);
+        }
+        return 0;
+}
+
+static int add_intruder(Sample *s, const IntruderCounters *x) {
+        IntruderCounters *n = reallocarray(s->intruders, s->n_intruders + 1, sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        s->intruders = n;
+        s->intruders[s->n_intruders++] = *x;
+        return 0;
+}
+
+static int read_intruders(BpfCollector *b, Sample *s, uint64_t now) {
+        int fd = bpf_map__fd(b->skel->maps.intruders), cfd = bpf_map__fd(b->skel->maps.cpus);
+        struct rtd_intruder_key key, *prev = NULL;
+        int r;
+
+        while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+                struct rtd_intruder v;
+
+                prev = &key;
+                if (bpf_map_lookup_elem(fd, &key, &v) < 0)
+                        continue;
+                IntruderCounters x = { .cpu = key.cpu, .pid = key.pid, .ns = v.ns, .count = v.count };
+                memcpy(x.comm, v.comm, sizeof x.comm);
+                x.comm[15] = 0;
+                r = add_intruder(s, &x);
+                if (r < 0)
+                        return r;
+        }
+
+        /* Intruders still on their CPU: add their time so far (see read_cpus()). */
+        for (unsigned i = 0; i < s->n_cpus; i++) {
+                struct rtd_cpu v;
+                uint32_t k = i;
+                bool found = false;
+
+                uint64_t start;
+
+                if (bpf_map_lookup_elem(cfd, &k, &v) < 0 || !v.cur_intruder || !v.cur_start_ns)
+                        continue;
+                start = to_monotonic(&v, v.cur_start_ns);
+                if (now <= start)
+                        continue;
+                for (size_t j = 0; j < s->n_intruders; j++)
+                        if (s->intruders[j].cpu == i && s->intruders[j].pid == (pid_t) v.cur_pid) {
+                                s->intruders[j].ns += now - start;
+                                found = true;
+                        }
+                if (!found) {
+                        IntruderCounters x = { .cpu = i, .pid = v.cur_pid, .ns = now - start };
+                        read_comm(b->base.proc_fd, v.cur_pid, x.comm);
+                        r = add_intruder(s, &x);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int read_progs(BpfCollector *b, Sample *s) {
+        struct bpf_program *p;
+
+        s->prog_stats_enabled = b->stats_fd >= 0;
+        bpf_object__for_each_program(p, b->skel->obj) {
+                struct bpf_prog_info info = {};
+                uint32_t len = sizeof info;
+                const char *sec;
+                ProgCounters *n;
+                int fd = bpf_program__fd(p);
+
+                if (fd < 0 || !bpf_program__autoload(p))
+                        continue;
+                if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+                        continue;
+                n = reallocarray(s->progs, s->n_progs + 1, sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                s->progs = n;
+                sec = bpf_program__section_name(p);
+                sec = strchr(sec, '/') ? strchr(sec, '/') + 1 : sec;
+                s->progs[s->n_progs] = (ProgCounters) { .run_ns = info.run_time_ns, .run_count = info.run_cnt };
+                (void) snprintf(s->progs[s->n_progs].name, sizeof s->progs[s->n_progs].name, "%s", sec);
+                s->n_progs++;
+        }
+        return 0;
+}
+
+static int bpf_read(Collector *c, Sample *s) {
+        BpfCollector *b = (BpfCollector *) c;
+        uint64_t now = monotonic_ns();
+        int r;
+
+        s->time_usec = now / 1000;
+        s->n_cpus = c->n_cpus;
+        s->cpus = calloc(s->n_cpus, sizeof *s->cpus);
+        if (!s->cpus)
+                return -ENOMEM;
+        r = read_cpus(b, s, now);
+        if (r >= 0)
+                r = read_irqs(b, s);
+        if (r >= 0)
+                r = read_intruders(b, s, now);
+        if (r >= 0)
+                r = read_progs(b, s);
+        return r;
+}
+
+static void bpf_free(Collector *c) {
+        BpfCollector *b = (BpfCollector *) c;
+
+        if (!b)
+                return;
+        sched_metrics__destroy(b->skel);
+        safe_close(b->stats_fd);
+        free(b);
+}
+
+static const CollectorOps bpf_ops = {
+        .name = "bpf",
+        .caps = CAP_SWITCH_KIND | CAP_MIGRATIONS | CAP_RUNQ_HIST | CAP_IRQ_TIME | CAP_INTRUSIONS |
+                CAP_PROG_STATS,
+        .read = bpf_read,
+        .set_reserved = bpf_set_reserved,
+        .track_task = bpf_track_task,
+        .job_read = bpf_job_read,
+        .attach_mode = attach_mode,
+        .free = bpf_free,
+};
+
+static char *reason_for(const char *what, int r) {
+        char *s = NULL;
+
+        int k;
+
+        if (r == -EPERM || r == -EACCES)
+                k = asprintf(&s, "%s: permission denied (needs CAP_BPF and CAP_PERFMON, or root)", what);
+        else
+                k = asprintf(&s, "%s: %s", what, strerror(-r));
+        return k < 0 ? NULL : s;
+}
+
+int bpf_collector_new(int proc_fd, Collector **ret, char **ret_reason) {
+        BpfCollector *b;
+        const char *e, *force = getenv("RTD_BPF_ATTACH");
+        int n, r;
+
+        /* Test and diagnostic switch: run the procfs collector on a BPF build. */
+        e = getenv("RTD_BPF");
+        if (e && (streq(e, "0") || streq(e, "no"))) {
+                *ret_reason = strdup("disabled by RTD_BPF=0 in the environment");
+                return -EOPNOTSUPP;
+        }
+        if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
+                *ret_reason = strdup("the kernel has no BTF (/sys/kernel/btf/vmlinux is missing)");
+                return -EOPNOTSUPP;
+        }
+
+        (void) libbpf_set_print(libbpf_log);
+        n = libbpf_num_possible_cpus();
+        if (n <= 0) {
+                *ret_reason = reason_for("cannot count possible CPUs", n < 0 ? n : -EINVAL);
+                return n < 0 ? n : -EINVAL;
+        }
+
+        b = calloc(1, sizeof *b);
+        if (!b)
+                return -ENOMEM;
+        b->base.ops = &bpf_ops;
+        b->base.n_cpus = n;
+        b->base.proc_fd = proc_fd;
+        b->n_possible = n;
+        b->stats_fd = -EBADF;
+
+        b->skel = sched_metrics__open();
+        if (!b->skel) {
+                r = -errno;
+                *ret_reason = reason_for("cannot open the BPF object", r);
+                goto fail;
+        }
+        b->btf = force ? streq(force, "tp_btf") : tp_btf_usable();
+        choose_programs(b);
+        (void) bpf_map__set_max_entries(b->skel->maps.cpus, n);
+
+        r = sched_metrics__load(b->skel);
+        if (r < 0) {
+                *ret_reason = reason_for("cannot load the BPF programs", r);
+                goto fail;
+        }
+        r = sched_metrics__attach(b->skel);
+        if (r < 0) {
+                *ret_reason = reason_for("cannot attach the BPF programs", r);
+                goto fail;
+        }
+
+        /* Run-time stats are how rtd reports its own BPF cost; they cost two sched_clock() reads per
+         * program run (bench/bpf-overhead measures it). RTD_BPF_STATS=0 leaves them off. */
+        e = getenv("RTD_BPF_STATS");
+        if (!e || !(streq(e, "0") || streq(e, "no"))) {
+                b->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+                if (b->stats_fd < 0)
+                        log_warning_errno(errno, "Cannot enable BPF run-time statistics (needs CAP_SYS_ADMIN), "
+                                          "cost figures grow only with kernel.bpf_stats_enabled=1: %m");
+        }
+
+        *ret = &b->base;
+        return 0;
+fail:
+        bpf_free(&b->base);
+        return r;
+}

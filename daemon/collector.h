@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* The interface between metrics.c and its two collectors: bpf-metrics.c (eBPF, or a stub when built
+ * without BPF) and procfs-metrics.c (the fallback). A collector fills a Sample of cumulative counters. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shared/cpuset.h"
+
+#define METRICS_HIST_SLOTS 28           /* slot k: (2^(k-1), 2^k] µs; the last one is the overflow */
+#define METRICS_NR_SOFTIRQS 10
+
+typedef struct CpuCounters {
+        uint64_t switches_voluntary;
+        uint64_t switches_involuntary;
+        uint64_t switches_total;        /* non-idle tasks switched out (procfs: timeslices) */
+        uint64_t migrations_in;
+        uint64_t migrations_out;
+        uint64_t runq_hist[METRICS_HIST_SLOTS];
+        uint64_t runq_count;
+        uint64_t runq_sum_ns;
+        uint64_t hardirq_count;
+        uint64_t hardirq_ns;
+        uint64_t softirq_count[METRICS_NR_SOFTIRQS];
+        uint64_t softirq_ns[METRICS_NR_SOFTIRQS];
+        uint64_t intrusions;
+        uint64_t intrusion_ns;          /* includes the running intruder's time so far */
+        uint64_t current_job;           /* job running now, 0 = none */
+} CpuCounters;
+
+typedef struct IrqCounters {
+        unsigned irq;
+        char name[32];
+        uint64_t *count;                /* n_cpus entries */
+        uint64_t *ns;                   /* n_cpus entries, NULL when unknown */
+} IrqCounters;
+
+typedef struct IntruderCounters {
+        unsigned cpu;
+        pid_t pid;
+        char comm[16];
+        uint64_t ns;                    /* cumulative on-CPU time on that CPU */
+        uint64_t count;
+} IntruderCounters;
+
+typedef struct ProgCounters {
+        char name[40];
+        uint64_t run_ns;
+        uint64_t run_count;
+} ProgCounters;
+
+/* Which fields a collector can fill. */
+typedef enum CollectorCaps {
+        CAP_SWITCH_KIND = 1 << 0,       /* voluntary vs involuntary */
+        CAP_MIGRATIONS = 1 << 1,
+        CAP_RUNQ_HIST = 1 << 2,
+        CAP_IRQ_TIME = 1 << 3,
+        CAP_INTRUSIONS = 1 << 4,
+        CAP_PROG_STATS = 1 << 5,
+} CollectorCaps;
+
+typedef struct Sample {
+        uint64_t time_usec;             /* CLOCK_MONOTONIC */
+        unsigned n_cpus;
+        CpuCounters *cpus;
+        IrqCounters *irqs;
+        size_t n_irqs;
+        IntruderCounters *intruders;
+        size_t n_intruders;
+        ProgCounters *progs;
+        size_t n_progs;
+        bool prog_stats_enabled;
+} Sample;
+
+void sample_done(Sample *s);
+
+typedef struct JobCounters {
+        uint64_t switches_voluntary;
+        uint64_t switches_involuntary;
+        uint64_t preemptions;
+        uint64_t migrations;
+        uint64_t on_cpu_ns;
+        uint64_t runq_count;
+        uint64_t runq_sum_ns;
+        uint64_t runq_max_ns;
+        uint64_t hardirq_count;
+        uint64_t hardirq_ns;
+        uint64_t softirq_count;
+        uint64_t softirq_ns;
+        uint64_t tasks;
+} JobCounters;
+
+typedef struct Collector Collector;
+typedef struct CollectorOps {
+        const char *name;               /* "bpf" or "procfs" */
+        unsigned caps;
+        int (*read)(Collector *c, Sample *ret);
+        void (*set_reserved)(Collector *c, const CpuSet *reserved);
+        int (*track_task)(Collector *c, pid_t pid, uint64_t job_id, uint64_t cgroup_id);
+        /* The job's counters; forget = drop them afterwards. -ENOENT if unknown. */
+        int (*job_read)(Collector *c, uint64_t job_id, bool forget, JobCounters *ret);
+        const char *(*attach_mode)(Collector *c);       /* "tp_btf", "raw_tp", or NULL */
+        void (*free)(Collector *c);
+} CollectorOps;
+
+struct Collector {
+        const CollectorOps *ops;
+        unsigned n_cpus;
+        int proc_fd;
+};
+
+/* bpf-metrics.c (or bpf-metrics-stub.c). On failure *ret_reason says why, for status. */
+int bpf_collector_new(int proc_fd, Collector **ret, char **ret_reason);
+/* procfs-metrics.c: always available where /proc is. */
+int procfs_collector_new(int proc_fd, Collector **ret);
+
+/* Shared by the collectors: the number of possible CPUs (the kernel's nr_cpu_ids). */
+unsigned collector_possible_cpus(void);

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* Job manager internals shared by jobs.c (lifecycle, dispatch), jobs-json.c (views) and jobs-recover.c. */
+#pragma once
+
+#include <stdarg.h>
+#include <systemd/sd-event.h>
+
+#include "job-cgroup.h"
+#include "jobs.h"
+#include "shared/macro.h"
+#include "worker.h"
+
+typedef struct Store Store;
+typedef struct StoreJob StoreJob;
+
+#define JOB_BUCKETS 16384
+
+typedef struct Job {
+        struct JobManager *jm;
+        uint64_t id;
+        uint64_t seq;                   /* queue order, kept across restarts */
+        JobState state;
+        JobSpec spec;
+        uid_t uid;
+        gid_t gid;
+        gid_t *groups;
+        size_t n_groups;
+        char *user;
+        unsigned priority;              /* effective RT priority (0 for "other") */
+
+        uint64_t submit_usec, start_usec, end_usec;     /* CLOCK_REALTIME */
+        uint64_t accepted_mono;         /* CLOCK_MONOTONIC when the 201 was decided */
+        CpuSet cpus;
+        unsigned worker_cpu;            /* the worker that forked it */
+        pid_t pid;
+        uint64_t boottime_usec;         /* CLOCK_BOOTTIME at fork, to recognise the pid after a restart */
+        char *cgroup;                   /* cgroup name under the job cgroup dir, or NULL */
+
+        int exit_code;                  /* -1: none */
+        int signal;
+        char *reason;
+        uint64_t dispatch_usec;
+        bool have_dispatch;
+        WorkerExited rusage;
+        bool have_rusage;
+        json_t *metrics;
+        bool adopted;                   /* running since before this rtd started */
+
+        bool cancel_requested, timed_out, exec_failed;
+        sd_event_source *timeout_src, *kill_src;
+        int pidfd;                      /* adopted jobs: watched for exit */
+        sd_event_source *pidfd_src, *retry_src;
+        unsigned retries;
+
+        struct Job *prev, *next;        /* queue */
+        struct Job *hnext;              /* id table */
+} Job;
+
+typedef struct WorkerSlot {
+        struct JobManager *jm;
+        unsigned cpu;
+        Worker *worker;
+        Job *job;                       /* the job holding this CPU */
+        unsigned restarts;
+        uint64_t restart_window;
+        sd_event_source *respawn_src;
+} WorkerSlot;
+
+typedef struct UserCount {
+        uid_t uid;
+        unsigned queued;
+        struct UserCount *next;
+} UserCount;
+
+struct JobSubscription {
+        JobEventFn fn;
+        void *userdata;
+        struct JobSubscription *next;
+};
+
+struct JobManager {
+        Manager *manager;
+        Store *store;
+        int output_fd;
+        JobCgroups cgroups;
+        bool cgroups_dirty;
+        char *worker_path;
+        WorkerCallbacks worker_cb;
+
+        CpuSet reserved;
+        WorkerSlot *slots;              /* CPUSET_MAX entries, indexed by CPU */
+        Job **buckets;
+        Job *queue_head, *queue_tail;
+        unsigned queue_len;
+        UserCount *users;
+        JobSubscription *subs;
+
+        uint64_t next_id, next_seq;
+        uint64_t submitted, worker_restarts;
+        unsigned finished[_JOB_STATE_MAX];
+        unsigned finished_since_prune;
+        bool dispatch_pending;
+        bool assume_workers_ready;      /* unit tests: place without worker processes */
+        uint64_t spare_first, spare_next;       /* pre-made output files spare-<n>, n in [first, next) */
+        sd_event_source *spare_src;
+        sd_event_source *dispatch_src, *sweep_src;
+};
+
+Job *job_lookup(JobManager *jm, uint64_t id);
+void job_register(JobManager *jm, Job *j);
+Job *job_free_unregistered(Job *j);
+void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, ...) _printf_(4, 5);
+int job_place(JobManager *jm, const JobSpec *spec, CpuSet *ret);
+Job *job_queue_pick(JobManager *jm);
+int64_t job_effective_queue_priority(const Job *j, uint64_t now_realtime, unsigned aging_sec);
+void job_manager_dispatch(JobManager *jm);
+void job_manager_schedule(JobManager *jm);
+void job_manager_prune(JobManager *jm);
+int job_remove_output(const StoreJob *sj, void *userdata);
+void job_set_terminate(JobManager *jm, Job *j);
+void job_rearm_timeout(JobManager *jm, Job *j, uint64_t started_mono);
+void job_apply_exit(Job *j, const WorkerExited *e);
+JobState job_final_state(const Job *j);
+
+/* jobs-json.c */
+json_t *job_to_json(JobManager *jm, const Job *j, bool private, bool for_store);
+json_t *job_event_json(JobManager *jm, const Job *j);
+/* A stored job as the API shows it: store-only fields dropped; private=false also drops argv, env, cwd. */
+void job_json_for_api(json_t *o, bool private);
+int job_from_json(JobManager *jm, uint64_t id, const char *state, uid_t uid, uint64_t seq, json_t *data,
+                  Job **ret);
+char *job_format_time(uint64_t realtime_usec);
+uint64_t job_parse_time(const char *s);
+
+/* jobs-recover.c */
+int job_manager_recover(JobManager *jm);
+void job_sweep_cgroups(JobManager *jm);

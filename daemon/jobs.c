@@ -1,0 +1,1085 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Jobs: the job model and its states, the queue (fcfs or priority with aging), topology-aware placement,
+ * the dispatcher onto per-CPU workers, cancel/timeout, and recovery after a crash. Everything runs on the
+ * daemon's single sd-event loop, so there is no lock anywhere; dispatch does no I/O but the store write
+ * and the packet to the worker.
+ *
+ * On shutdown (job_manager_free) running jobs are left to their workers: a worker whose daemon went away
+ * finishes its job and leaves the result in <state>/output/<id>.exit, which the next rtd picks up. Queued
+ * jobs stay queued in the store and resume in their order.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "job-cgroup.h"
+#include "jobs-internal.h"
+#include "manager.h"
+#include "metrics.h"
+#include "shared/fileio.h"
+#include "shared/log.h"
+#include "shared/messages.h"
+#include "store.h"
+#include "topology.h"
+#include "worker.h"
+
+static const char *const state_names[_JOB_STATE_MAX] = {
+        "queued", "starting", "running", "succeeded", "failed", "cancelled", "timed_out", "lost",
+};
+
+const char *job_state_to_string(JobState s) {
+        return s >= 0 && s < _JOB_STATE_MAX ? state_names[s] : NULL;
+}
+
+JobState job_state_from_string(const char *s) {
+        for (int i = 0; s && i < _JOB_STATE_MAX; i++)
+                if (streq(s, state_names[i]))
+                        return (JobState) i;
+        return _JOB_STATE_INVALID;
+}
+
+bool job_state_is_final(JobState s) {
+        return s >= JOB_SUCCEEDED;
+}
+
+/* ---- job table ---- */
+
+static unsigned bucket(uint64_t id) {
+        return (unsigned) ((id * UINT64_C(0x9E3779B97F4A7C15)) >> 50) % JOB_BUCKETS;
+}
+
+Job *job_lookup(JobManager *jm, uint64_t id) {
+        for (Job *j = jm->buckets[bucket(id)]; j; j = j->hnext)
+                if (j->id == id)
+                        return j;
+        return NULL;
+}
+
+static void job_table_add(JobManager *jm, Job *j) {
+        unsigned b = bucket(j->id);
+        j->hnext = jm->buckets[b];
+        jm->buckets[b] = j;
+}
+
+static void job_table_remove(JobManager *jm, Job *j) {
+        for (Job **p = &jm->buckets[bucket(j->id)]; *p; p = &(*p)->hnext)
+                if (*p == j) {
+                        *p = j->hnext;
+                        return;
+                }
+}
+
+static void queue_append(JobManager *jm, Job *j) {
+        j->prev = jm->queue_tail;
+        j->next = NULL;
+        if (jm->queue_tail)
+                jm->queue_tail->next = j;
+        else
+                jm->queue_head = j;
+        jm->queue_tail = j;
+        jm->queue_len++;
+}
+
+static void queue_remove(JobManager *jm, Job *j) {
+        if (j->prev)
+                j->prev->next = j->next;
+        else
+                jm->queue_head = j->next;
+        if (j->next)
+                j->next->prev = j->prev;
+        else
+                jm->queue_tail = j->prev;
+        j->prev = j->next = NULL;
+        jm->queue_len--;
+}
+
+static UserCount *user_count(JobManager *jm, uid_t uid, bool create) {
+        for (UserCount *u = jm->users; u; u = u->next)
+                if (u->uid == uid)
+                        return u;
+        if (!create)
+                return NULL;
+        UserCount *u = calloc(1, sizeof *u);
+        if (!u)
+                return NULL;
+        u->uid = uid;
+        u->next = jm->users;
+        jm->users = u;
+        return u;
+}
+
+static Job *job_free(Job *j) {
+        if (!j)
+                return NULL;
+        sd_event_source_disable_unref(j->timeout_src);
+        sd_event_source_disable_unref(j->kill_src);
+        sd_event_source_disable_unref(j->pidfd_src);
+        sd_event_source_disable_unref(j->retry_src);
+        safe_close(j->pidfd);
+        job_spec_done(&j->spec);
+        free(j->groups);
+        free(j->user);
+        free(j->reason);
+        free(j->cgroup);
+        json_decref(j->metrics);
+        free(j);
+        return NULL;
+}
+
+/* ---- persistence and events ---- */
+
+static int job_persist(JobManager *jm, Job *j, bool insert) {
+        _cleanup_(json_decrefp) json_t *data = job_to_json(jm, j, true, true);
+        StoreJob sj = { .id = j->id, .state = job_state_to_string(j->state), .uid = j->uid, .seq = j->seq,
+                        .data = data };
+        int r;
+
+        if (!data)
+                return -ENOMEM;
+        r = insert ? store_insert(jm->store, &sj) : store_update(jm->store, &sj);
+        if (r < 0)
+                log_warning_errno(r, "Failed to write job %" PRIu64 " (%s) to the store, ignoring: %m", j->id,
+                                  sj.state);
+        return r;
+}
+
+static void job_publish(JobManager *jm, Job *j) {
+        if (!jm->subs)
+                return;
+        json_t *e = job_event_json(jm, j);
+        if (!e)
+                return;
+        for (JobSubscription *s = jm->subs, *next; s; s = next) {
+                next = s->next;         /* a subscriber may unsubscribe itself */
+                s->fn(e, s->userdata);
+        }
+        json_decref(e);
+}
+
+int job_manager_subscribe(JobManager *jm, JobEventFn fn, void *userdata, JobSubscription **ret) {
+        JobSubscription *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->fn = fn;
+        s->userdata = userdata;
+        s->next = jm->subs;
+        jm->subs = s;
+        *ret = s;
+        return 0;
+}
+
+JobSubscription *job_manager_unsubscribe(JobManager *jm, JobSubscription *s) {
+        if (!s)
+                return NULL;
+        for (JobSubscription **p = &jm->subs; *p; p = &(*p)->next)
+                if (*p == s) {
+                        *p = s->next;
+                        break;
+                }
+        free(s);
+        return NULL;
+}
+
+/* ---- signals to a job's whole tree ---- */
+
+static void job_signal(JobManager *jm, Job *j, int sig) {
+        if (j->cgroup && jm->cgroups.dir_fd >= 0)
+                (void) job_cgroup_signal(jm->cgroups.dir_fd, j->cgroup, sig);
+        /* The job leads its own session and process group (setsid in the child). */
+        if (j->pid > 0) {
+                if (j->pidfd >= 0)
+                        (void) syscall(SYS_pidfd_send_signal, j->pidfd, sig, NULL, 0);
+                (void) kill(-j->pid, sig);
+        }
+}
+
+static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+        j->kill_src = sd_event_source_disable_unref(j->kill_src);
+        log_info("Job %" PRIu64 " did not stop within KillGraceSec=%u, sending SIGKILL", j->id,
+                 j->jm->manager->config->kill_grace_sec);
+        job_signal(j->jm, j, SIGKILL);
+        return 0;
+}
+
+/* SIGTERM now, SIGKILL after KillGraceSec=. Only once a pid is known; else when it becomes known. */
+static void job_terminate(JobManager *jm, Job *j) {
+        if (j->pid <= 0 || j->kill_src)
+                return;
+        job_signal(jm, j, SIGTERM);
+        (void) sd_event_add_time_relative(jm->manager->event, &j->kill_src, CLOCK_MONOTONIC,
+                                          (uint64_t) jm->manager->config->kill_grace_sec * 1000000, 0,
+                                          on_kill_timer, j);
+}
+
+static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+        j->timeout_src = sd_event_source_disable_unref(j->timeout_src);
+        if (job_state_is_final(j->state) || j->cancel_requested)
+                return 0;
+        j->timed_out = true;
+        free(j->reason);
+        if (asprintf(&j->reason, "timed out after %g s", j->spec.timeout_s) < 0)
+                j->reason = NULL;
+        log_info("Job %" PRIu64 " timed out after %g s, stopping it", j->id, j->spec.timeout_s);
+        job_terminate(j->jm, j);
+        return 0;
+}
+
+static void job_arm_timeout(JobManager *jm, Job *j, uint64_t started_mono) {
+        if (j->spec.timeout_s <= 0 || j->timeout_src)
+                return;
+        (void) sd_event_add_time(jm->manager->event, &j->timeout_src, CLOCK_MONOTONIC,
+                                 started_mono + (uint64_t) (j->spec.timeout_s * 1e6), 1000, on_timeout, j);
+}
+
+/* Journal fields of a job's state changes, so `journalctl RTD_JOB_ID=42` finds them (issue 6). */
+static char *job_log_fields(const Job *j) {
+        _cleanup_free_ char *cpus = NULL;
+        char *f = NULL;
+
+        if (cpuset_is_empty(&j->cpus) || cpuset_format(&j->cpus, &cpus) < 0)
+                return asprintf(&f, "RTD_JOB_ID=%" PRIu64 "\nRTD_USER=%s\nRTD_UID=%u\nRTD_JOB_STATE=%s", j->id,
+                                strempty(j->user), (unsigned) j->uid, job_state_to_string(j->state)) < 0 ? NULL : f;
+        return asprintf(&f, "RTD_JOB_ID=%" PRIu64 "\nRTD_USER=%s\nRTD_UID=%u\nRTD_JOB_STATE=%s\nRTD_CPUS=%s\nRTD_CPU=%u",
+                        j->id, strempty(j->user), (unsigned) j->uid, job_state_to_string(j->state), cpus,
+                        j->worker_cpu) < 0 ? NULL : f;
+}
+
+/* ---- finishing ---- */
+
+static void job_release_cpus(JobManager *jm, Job *j) {
+        CPUSET_FOREACH(cpu, &j->cpus)
+                if (jm->slots[cpu].job == j) {
+                        jm->slots[cpu].job = NULL;
+                        /* The CPU left the reservation while this job ran: its worker goes now. */
+                        if (!cpuset_isset(&jm->reserved, cpu))
+                                jm->slots[cpu].worker = worker_free(jm->slots[cpu].worker);
+                }
+}
+
+void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, ...) {
+        if (reason_fmt) {
+                va_list ap;
+                char *reason = NULL;
+                va_start(ap, reason_fmt);
+                if (vasprintf(&reason, reason_fmt, ap) < 0)
+                        reason = NULL;
+                va_end(ap);
+                free(j->reason);
+                j->reason = reason;
+        }
+        if (j->state == JOB_QUEUED) {
+                queue_remove(jm, j);
+                UserCount *u = user_count(jm, j->uid, false);
+                if (u && u->queued > 0)
+                        u->queued--;
+        }
+        j->state = state;
+        j->end_usec = now_usec(CLOCK_REALTIME);
+        job_release_cpus(jm, j);
+        if (j->pid > 0 && jm->manager->metrics) {
+                json_decref(j->metrics);
+                j->metrics = metrics_job_finish(jm->manager->metrics, j->id);
+        }
+        (void) job_persist(jm, j, false);
+        if (j->cgroup && jm->cgroups.dir_fd >= 0 && job_cgroup_remove(jm->cgroups.dir_fd, j->cgroup) < 0) {
+                /* Leftovers are still dying after cgroup.kill; the sweep removes it later. */
+                jm->cgroups_dirty = true;
+        }
+        jm->finished[state]++;
+        {
+                _cleanup_free_ char *fields = job_log_fields(j);
+                log_struct(state == JOB_SUCCEEDED ? LOG_INFO : LOG_NOTICE, RTD_MSG_JOB_FINISHED, fields,
+                           "Job %" PRIu64 " %s%s%s", j->id, job_state_to_string(state), j->reason ? ": " : "",
+                           strempty(j->reason));
+        }
+        job_publish(jm, j);
+        job_table_remove(jm, j);
+        job_free(j);
+        if (++jm->finished_since_prune >= 256) {
+                jm->finished_since_prune = 0;
+                job_manager_prune(jm);
+        }
+        job_manager_schedule(jm);
+}
+
+/* ---- output files ---- */
+
+/*
+ * Output files are made ahead of time, when the loop is idle: creating a file costs 0.1-0.3 ms on ext4,
+ * which would otherwise sit between accepting a job and its exec. The job's child renames two of them to
+ * <id>.stdout/.stderr and hands them to the user; with none left it creates its own.
+ */
+#define SPARE_TARGET 64
+
+static int on_spare(sd_event_source *s, void *userdata) {
+        JobManager *jm = userdata;
+        char name[32];
+
+        for (int i = 0; i < 8 && jm->spare_next - jm->spare_first < SPARE_TARGET; i++) {
+                snprintf(name, sizeof name, "spare-%" PRIu64, jm->spare_next);
+                int fd = openat(jm->output_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        return 0;       /* full disk or the like: jobs create their own files */
+                close(fd);
+                jm->spare_next++;
+        }
+        if (jm->spare_next - jm->spare_first < SPARE_TARGET)
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+static bool take_spare(JobManager *jm, char *ret, size_t size) {
+        if (jm->spare_first == jm->spare_next)
+                return false;
+        snprintf(ret, size, "spare-%" PRIu64, jm->spare_first++);
+        if (jm->spare_src)
+                (void) sd_event_source_set_enabled(jm->spare_src, SD_EVENT_ONESHOT);
+        return true;
+}
+
+/* Spares of an earlier run: their numbers would collide with ours. */
+static void remove_old_spares(JobManager *jm) {
+        int fd = openat(jm->output_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                safe_close(fd);
+                return;
+        }
+        while ((de = readdir(d)))
+                if (startswith(de->d_name, "spare-"))
+                        (void) unlinkat(jm->output_fd, de->d_name, 0);
+        closedir(d);
+}
+
+/* ---- dispatch ---- */
+
+static int sched_policy(JobPolicy p) {
+        return p == JOB_POLICY_RR ? SCHED_RR : p == JOB_POLICY_OTHER ? SCHED_OTHER : SCHED_FIFO;
+}
+
+static bool env_has(char **env, const char *key) {
+        size_t l = strlen(key);
+        for (char **e = env; e && *e; e++)
+                if (strneq(*e, key, l) && (*e)[l] == '=')
+                        return true;
+        return false;
+}
+
+/* The job's environment plus RTD_JOB_ID, RTD_CPUS and the OpenMP hints unless the user set them. */
+static char **job_env(const Job *j) {
+        _cleanup_free_ char *cpus = NULL;
+        size_t n = 0, i = 0, places_len = 16;
+        char **env;
+
+        for (char **e = j->spec.env; e && *e; e++)
+                n++;
+        env = calloc(n + 5, sizeof(char *));
+        if (!env || cpuset_format(&j->cpus, &cpus) < 0)
+                goto oom;
+        for (char **e = j->spec.env; e && *e; e++)
+                if (!(env[i++] = strdup(*e)))
+                        goto oom;
+        if (asprintf(&env[i++], "RTD_JOB_ID=%" PRIu64, j->id) < 0 || asprintf(&env[i++], "RTD_CPUS=%s", cpus) < 0)
+                goto oom;
+        if (!env_has(j->spec.env, "OMP_NUM_THREADS") &&
+            asprintf(&env[i++], "OMP_NUM_THREADS=%u", cpuset_count(&j->cpus)) < 0)
+                goto oom;
+        if (!env_has(j->spec.env, "OMP_PLACES")) {
+                CPUSET_FOREACH(cpu, &j->cpus)
+                        places_len += 16;
+                char *p = env[i++] = malloc(places_len);
+                if (!p)
+                        goto oom;
+                p += sprintf(p, "OMP_PLACES=");
+                bool first = true;
+                CPUSET_FOREACH(cpu, &j->cpus) {
+                        p += sprintf(p, "%s{%d}", first ? "" : ",", cpu);
+                        first = false;
+                }
+        }
+        return env;
+oom:
+        strv_free(env);
+        return NULL;
+}
+
+/* fresh: a job accepted right now with nobody ahead of it, not yet in the store or the queue. */
+static int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh) {
+        int first = cpuset_first(cpus), r;
+        Worker *w = jm->slots[first].worker;
+        _cleanup_strv_free_ char **env = NULL;
+        char cgroup[64];
+
+        if (!fresh) {
+                queue_remove(jm, j);
+                UserCount *u = user_count(jm, j->uid, false);
+                if (u && u->queued > 0)
+                        u->queued--;
+        }
+        j->state = JOB_STARTING;
+        j->cpus = *cpus;
+        CPUSET_FOREACH(cpu, cpus)
+                jm->slots[cpu].job = j;
+        j->worker_cpu = first;
+        if (jm->cgroups.dir_fd >= 0) {
+                snprintf(cgroup, sizeof cgroup, "rtd-%s-job-%" PRIu64, store_instance_id(jm->store), j->id);
+                j->cgroup = strdup(cgroup);
+        }
+        /*
+         * Written before the worker sees it: after a crash a "starting" job is never started twice. A fresh
+         * job is stored once, directly as "starting" (one write instead of two before its exec).
+         */
+        r = job_persist(jm, j, fresh);
+        if (r < 0 && fresh) {
+                CPUSET_FOREACH(cpu, cpus)
+                        jm->slots[cpu].job = NULL;
+                free(j->cgroup);
+                j->cgroup = NULL;
+                j->state = JOB_QUEUED;
+                cpuset_zero(&j->cpus);
+                return r;
+        }
+
+        char spare_out[32], spare_err[32];
+        bool have_spares = jm->spare_next - jm->spare_first >= 2 && take_spare(jm, spare_out, sizeof spare_out) &&
+                           take_spare(jm, spare_err, sizeof spare_err);
+
+        env = job_env(j);
+        WorkerJob wj = {
+                .id = j->id,
+                .policy = sched_policy(j->spec.policy),
+                .priority = (int) j->priority,
+                .uid = j->uid,
+                .gid = j->gid,
+                .groups = j->groups,
+                .n_groups = j->n_groups,
+                .cpus = &j->cpus,
+                .cgroup_name = j->cgroup,
+                .spare_stdout = have_spares ? spare_out : NULL,
+                .spare_stderr = have_spares ? spare_err : NULL,
+                .cwd = j->spec.cwd ?: "/",
+                .argv = j->spec.argv,
+                .env = env,
+        };
+        r = env ? worker_send_job(w, &wj) : -ENOMEM;
+        if (r < 0) {
+                job_finish(jm, j, JOB_FAILED, "could not hand the job to the worker on CPU %d: %s", first,
+                           strerror(-r));
+                return 0;
+        }
+        job_arm_timeout(jm, j, now_usec(CLOCK_MONOTONIC));
+        job_publish(jm, j);
+        return 0;
+}
+
+void job_manager_dispatch(JobManager *jm) {
+        jm->dispatch_pending = false;
+        while (jm->queue_head) {
+                Job *j = job_queue_pick(jm);
+                CpuSet cpus;
+                if (job_place(jm, &j->spec, &cpus) < 0)
+                        break;          /* strict order: the next job waits for room, nobody jumps it */
+                (void) job_start(jm, j, &cpus, false);
+        }
+}
+
+static int on_dispatch(sd_event_source *s, void *userdata) {
+        job_manager_dispatch(userdata);
+        return 0;
+}
+
+void job_manager_schedule(JobManager *jm) {
+        if (jm->dispatch_pending || !jm->queue_head)
+                return;
+        jm->dispatch_pending = true;
+        (void) sd_event_source_set_enabled(jm->dispatch_src, SD_EVENT_ONESHOT);
+}
+
+/* ---- submit ---- */
+
+static int refuse(char **rf, char **re, int r, const char *field, const char *fmt, ...) _printf_(5, 6);
+static int refuse(char **rf, char **re, int r, const char *field, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(re, fmt, ap) < 0)
+                *re = NULL;
+        va_end(ap);
+        *rf = strdup(field);
+        return r;
+}
+
+int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64_t *ret_id, char **rf,
+                       char **re) {
+        const RtdConfig *cfg = jm->manager->config;
+        unsigned n_reserved = cpuset_count(&jm->reserved), prio;
+        _cleanup_free_ char *list = NULL;
+        UserCount *u;
+        Job *j;
+        int r;
+
+        (void) cpuset_format(&jm->reserved, &list);
+        if (n_reserved == 0)
+                return refuse(rf, re, -ENXIO, "cores", "no CPUs are reserved, so no job can run; an administrator "
+                              "can reserve some with 'rtctl reserve CPUS' or [Reserve] CPUs=");
+        if (spec->has_cpus && !cpuset_is_subset(&spec->cpus, &jm->reserved)) {
+                _cleanup_free_ char *want = NULL;
+                (void) cpuset_format(&spec->cpus, &want);
+                return refuse(rf, re, -EINVAL, "cpus", "CPUs %s are not all reserved; reserved CPUs are %s",
+                              strempty(want), strempty(list));
+        }
+        if (spec->cores > n_reserved)
+                return refuse(rf, re, -EINVAL, "cores", "%u cores requested but only %u CPU%s reserved (%s); ask "
+                              "for at most %u", spec->cores, n_reserved, n_reserved == 1 ? " is" : "s are",
+                              strempty(list), n_reserved);
+        if (!c->admin && cfg->max_cores_per_user > 0 && spec->cores > cfg->max_cores_per_user)
+                return refuse(rf, re, -EPERM, "cores", "%u cores requested; non-admins may use at most %u "
+                              "([Access] MaxCoresPerUser=)", spec->cores, cfg->max_cores_per_user);
+
+        prio = spec->policy == JOB_POLICY_OTHER ? 0 : spec->priority ?: cfg->default_priority;
+        if (!c->admin && prio > cfg->max_priority) {
+                if (spec->priority)
+                        return refuse(rf, re, -EPERM, "priority", "%u is above the limit for non-admins "
+                                      "([Access] MaxPriority=%u); use 1-%u", prio, cfg->max_priority,
+                                      cfg->max_priority);
+                prio = cfg->max_priority;
+        }
+        if (!c->admin && cfg->max_timeout_sec > 0) {
+                if (spec->timeout_s > cfg->max_timeout_sec)
+                        return refuse(rf, re, -EPERM, "timeout_s", "%g s is above the limit for non-admins "
+                                      "([Access] MaxTimeoutSec=%u)", spec->timeout_s, cfg->max_timeout_sec);
+                if (spec->timeout_s <= 0)
+                        spec->timeout_s = cfg->max_timeout_sec;
+        }
+        if (jm->queue_len >= cfg->max_queued)
+                return refuse(rf, re, -ENOSPC, "", "the queue is full (%u jobs, [Jobs] MaxQueued=); try again "
+                              "later", jm->queue_len);
+        u = user_count(jm, c->uid, true);
+        if (!u)
+                return -ENOMEM;
+        if (!c->admin && u->queued >= cfg->max_queued_per_user)
+                return refuse(rf, re, -EUSERS, "", "you have %u queued jobs, the limit ([Access] "
+                              "MaxQueuedPerUser=); wait for some to start or cancel some", u->queued);
+
+        j = calloc(1, sizeof *j);
+        if (!j)
+                return -ENOMEM;
+        *j = (Job){
+                .jm = jm,
+                .id = jm->next_id,
+                .seq = jm->next_seq,
+                .state = JOB_QUEUED,
+                .spec = *spec,
+                .uid = c->uid,
+                .gid = c->gid,
+                .priority = prio,
+                .user = strdup(strempty(c->user)),
+                .submit_usec = now_usec(CLOCK_REALTIME),
+                .accepted_mono = now_usec(CLOCK_MONOTONIC),
+                .exit_code = -1,
+                .pidfd = -EBADF,
+        };
+        if (c->n_groups > 0) {
+                j->groups = malloc(c->n_groups * sizeof(gid_t));
+                if (j->groups) {
+                        memcpy(j->groups, c->groups, c->n_groups * sizeof(gid_t));
+                        j->n_groups = c->n_groups;
+                }
+        }
+        if (!j->user || (c->n_groups > 0 && !j->groups)) {
+                j->spec = (JobSpec){};
+                job_free(j);
+                return -ENOMEM;
+        }
+        /* Nobody ahead and room now: straight to the worker, stored once. Else stored as queued. */
+        CpuSet cpus;
+        uint64_t id = j->id;
+        bool now = !jm->queue_head && job_place(jm, &j->spec, &cpus) >= 0;
+        if (now) {
+                job_table_add(jm, j);
+                job_publish(jm, j);     /* watchers see "queued" first, as for every job */
+                r = job_start(jm, j, &cpus, true);
+        } else
+                r = job_persist(jm, j, true);
+        if (r < 0) {
+                if (now)
+                        job_table_remove(jm, j);
+                j->spec = (JobSpec){};  /* the caller still owns it */
+                job_free(j);
+                return r;
+        }
+        *spec = (JobSpec){};
+        *ret_id = id;           /* j may be gone already if the worker refused it */
+        jm->next_id++;
+        jm->next_seq++;
+        jm->submitted++;
+        if (!now) {
+                job_table_add(jm, j);
+                queue_append(jm, j);
+                u->queued++;
+                job_publish(jm, j);
+                job_manager_dispatch(jm);
+        }
+        return 0;
+}
+
+/* ---- cancel ---- */
+
+int job_manager_cancel(JobManager *jm, uint64_t id, const JobCaller *c, JobState *ret_state) {
+        Job *j = job_lookup(jm, id);
+
+        if (!j) {
+                _cleanup_(json_decrefp) json_t *data = NULL;
+                _cleanup_free_ char *state = NULL;
+                uid_t uid;
+                int r = store_get(jm->store, id, &data, &state, &uid);
+                if (r < 0)
+                        return r;
+                if (!c->admin && uid != c->uid)
+                        return -EPERM;
+                *ret_state = job_state_from_string(state);
+                return -EALREADY;
+        }
+        if (!c->admin && j->uid != c->uid)
+                return -EPERM;
+        *ret_state = j->state;
+        if (j->state == JOB_QUEUED) {
+                job_finish(jm, j, JOB_CANCELLED, "cancelled by %s before it started", strempty(c->user));
+                *ret_state = JOB_CANCELLED;
+                return 0;
+        }
+        if (!j->cancel_requested) {
+                j->cancel_requested = true;
+                free(j->reason);
+                if (asprintf(&j->reason, "cancelled by %s", strempty(c->user)) < 0)
+                        j->reason = NULL;
+                job_terminate(jm, j);
+        }
+        return 0;
+}
+
+/* ---- worker events ---- */
+
+static Job *worker_job(JobManager *jm, Worker *w, uint64_t job_id) {
+        Job *j = job_lookup(jm, job_id);
+        if (!j || j->state == JOB_QUEUED || j->worker_cpu != worker_cpu(w))
+                return NULL;
+        return j;
+}
+
+static void on_worker_ready(Worker *w, void *userdata) {
+        JobManager *jm = userdata;
+        if (jm->manager->metrics)
+                (void) metrics_track_task(jm->manager->metrics, worker_pid(w), 0, 0);
+        job_manager_schedule(jm);
+}
+
+static void job_set_pid(JobManager *jm, Job *j, pid_t pid) {
+        if (j->pid > 0)
+                return;
+        j->pid = pid;
+        if (j->cancel_requested || j->timed_out)
+                job_terminate(jm, j);
+}
+
+static void on_worker_started(Worker *w, uint64_t job_id, pid_t pid, uint64_t boottime, void *userdata) {
+        JobManager *jm = userdata;
+        Job *j = worker_job(jm, w, job_id);
+        if (!j)
+                return;
+        j->boottime_usec = boottime;
+        job_set_pid(jm, j, pid);
+        if (j->state == JOB_RUNNING)    /* EXEC came first: store the boot time for re-adoption too */
+                (void) job_persist(jm, j, false);
+}
+
+static void on_worker_exec(Worker *w, uint64_t job_id, pid_t pid, uint64_t mono, void *userdata) {
+        JobManager *jm = userdata;
+        Job *j = worker_job(jm, w, job_id);
+        uint64_t now_mono = now_usec(CLOCK_MONOTONIC);
+
+        if (!j || j->state != JOB_STARTING)
+                return;
+        job_set_pid(jm, j, pid);
+        j->state = JOB_RUNNING;
+        j->start_usec = now_usec(CLOCK_REALTIME) - (now_mono > mono ? now_mono - mono : 0);
+        j->dispatch_usec = mono > j->accepted_mono ? mono - j->accepted_mono : 0;
+        j->have_dispatch = true;
+        {
+                _cleanup_free_ char *fields = job_log_fields(j);
+                log_struct(LOG_INFO, RTD_MSG_JOB_STARTED, fields, "Job %" PRIu64 " of %s started, worker CPU %u",
+                           j->id, strempty(j->user), j->worker_cpu);
+        }
+        if (jm->manager->metrics) {
+                metrics_observe_dispatch(jm->manager->metrics, j->dispatch_usec);
+                (void) metrics_track_task(jm->manager->metrics, pid, j->id,
+                                          j->cgroup ? job_cgroup_id(jm->cgroups.dir_fd, j->cgroup) : 0);
+        }
+        (void) job_persist(jm, j, false);
+        job_publish(jm, j);
+}
+
+static void on_worker_exec_failed(Worker *w, uint64_t job_id, const char *stage, int error, void *userdata) {
+        JobManager *jm = userdata;
+        Job *j = worker_job(jm, w, job_id);
+        if (!j)
+                return;
+        free(j->reason);
+        if (asprintf(&j->reason, "%s: %s", stage, strerror(error)) < 0)
+                j->reason = NULL;
+        j->exec_failed = true;
+        /* No child was made: nothing will be reaped, so finish here. Else the exit report follows. */
+        if (streq(stage, "fork") || streq(stage, "protocol") || streq(stage, "worker busy") ||
+            streq(stage, "mkdir cgroup"))
+                job_finish(jm, j, JOB_FAILED, NULL);
+}
+
+void job_apply_exit(Job *j, const WorkerExited *e) {
+        j->rusage = *e;
+        j->have_rusage = true;
+        if (WIFEXITED(e->status)) {
+                j->exit_code = WEXITSTATUS(e->status);
+                j->signal = 0;
+        } else if (WIFSIGNALED(e->status)) {
+                j->exit_code = -1;
+                j->signal = WTERMSIG(e->status);
+        }
+}
+
+JobState job_final_state(const Job *j) {
+        if (j->timed_out)
+                return JOB_TIMED_OUT;
+        if (j->cancel_requested)
+                return JOB_CANCELLED;
+        if (j->exec_failed || j->exit_code != 0 || j->signal != 0)
+                return JOB_FAILED;
+        return JOB_SUCCEEDED;
+}
+
+static void on_worker_exited(Worker *w, const WorkerExited *e, void *userdata) {
+        JobManager *jm = userdata;
+        Job *j = worker_job(jm, w, e->hdr.job_id);
+        JobState st;
+
+        if (!j)
+                return;
+        job_apply_exit(j, e);
+        st = job_final_state(j);
+        if (st == JOB_FAILED && !j->exec_failed) {
+                free(j->reason);
+                if ((j->signal ? asprintf(&j->reason, "killed by signal %d (%s)", j->signal, strsignal(j->signal))
+                               : asprintf(&j->reason, "exited with status %d", j->exit_code)) < 0)
+                        j->reason = NULL;
+        }
+        /*
+         * The CPU is idle until the next job arrives: hand it out first, then do this job's bookkeeping
+         * (store, cgroup, metrics, events) while the next one already runs.
+         */
+        job_release_cpus(jm, j);
+        job_manager_dispatch(jm);
+        job_finish(jm, j, st, NULL);
+}
+
+static int on_respawn(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void slot_spawn(JobManager *jm, unsigned cpu) {
+        WorkerSlot *slot = &jm->slots[cpu];
+        WorkerConfig wc = {
+                .path = jm->worker_path,
+                .priority = jm->manager->config->worker_priority,
+                .output_dir_fd = jm->output_fd,
+                .cgroup_dir_fd = jm->cgroups.dir_fd,
+        };
+        int r;
+
+        r = jm->worker_path ? worker_spawn(jm->manager->event, cpu, &wc, &jm->worker_cb, jm, &slot->worker)
+                            : -ENOENT;
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the worker for CPU %u, retrying in 5 s: %m", cpu);
+                slot->respawn_src = sd_event_source_disable_unref(slot->respawn_src);
+                (void) sd_event_add_time_relative(jm->manager->event, &slot->respawn_src, CLOCK_MONOTONIC,
+                                                  5000000, 0, on_respawn, slot);
+        }
+}
+
+static int on_respawn(sd_event_source *s, uint64_t usec, void *userdata) {
+        WorkerSlot *slot = userdata;
+        slot->respawn_src = sd_event_source_disable_unref(slot->respawn_src);
+        if (cpuset_isset(&slot->jm->reserved, slot->cpu) && !slot->worker)
+                slot_spawn(slot->jm, slot->cpu);
+        return 0;
+}
+
+static void on_worker_died(Worker *w, int status, void *userdata) {
+        JobManager *jm = userdata;
+        unsigned cpu = worker_cpu(w);
+        WorkerSlot *slot = &jm->slots[cpu];
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        char how[64];
+
+        if (WIFEXITED(status))
+                snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(status));
+        else
+                snprintf(how, sizeof how, "killed by signal %d", status & 0x7f);
+        log_struct(LOG_WARNING, RTD_MSG_WORKER_DIED, NULL, "Worker for CPU %u (pid %d) %s, restarting it", cpu,
+                   (int) worker_pid(w), how);
+        slot->worker = worker_free(w);
+        jm->worker_restarts++;
+
+        Job *j = slot->job;
+        if (j && j->worker_cpu == cpu) {
+                /* Nobody can reap or report it any more: take the whole tree down and say why. */
+                job_signal(jm, j, SIGKILL);
+                job_finish(jm, j, JOB_FAILED, "the worker for CPU %u %s while running the job; the job was "
+                           "killed", cpu, how);
+        }
+
+        /* Crash loops back off: more than 5 deaths within 10 s wait 5 s before the next try. */
+        if (now - slot->restart_window > 10000000) {
+                slot->restart_window = now;
+                slot->restarts = 0;
+        }
+        if (!cpuset_isset(&jm->reserved, cpu))
+                return;
+        if (++slot->restarts > 5) {
+                slot->respawn_src = sd_event_source_disable_unref(slot->respawn_src);
+                (void) sd_event_add_time_relative(jm->manager->event, &slot->respawn_src, CLOCK_MONOTONIC,
+                                                  5000000, 0, on_respawn, slot);
+        } else
+                slot_spawn(jm, cpu);
+}
+
+/* ---- reservation changes ---- */
+
+int job_manager_set_cpus(JobManager *jm, const CpuSet *reserved) {
+        CpuSet old = jm->reserved;
+
+        jm->reserved = *reserved;
+        CPUSET_FOREACH(cpu, &old)
+                if (!cpuset_isset(reserved, cpu)) {
+                        /* A busy worker stays until its job ends (job_release_cpus lets it go then). */
+                        if (!jm->slots[cpu].job)
+                                jm->slots[cpu].worker = worker_free(jm->slots[cpu].worker);
+                        jm->slots[cpu].respawn_src = sd_event_source_disable_unref(jm->slots[cpu].respawn_src);
+                }
+        CPUSET_FOREACH(cpu, reserved)
+                if (!jm->slots[cpu].worker && !jm->slots[cpu].respawn_src)
+                        slot_spawn(jm, cpu);
+
+        /* Queued jobs that can never run on the new set fail now instead of blocking the queue forever. */
+        for (Job *j = jm->queue_head, *next; j; j = next) {
+                next = j->next;
+                if ((j->spec.has_cpus && !cpuset_is_subset(&j->spec.cpus, reserved)) ||
+                    j->spec.cores > cpuset_count(reserved))
+                        job_finish(jm, j, JOB_FAILED, "the reservation changed and no longer has the CPUs this "
+                                   "job asked for");
+        }
+        job_manager_schedule(jm);
+        return 0;
+}
+
+bool job_manager_cpus_busy(JobManager *jm, const CpuSet *cpus) {
+        CPUSET_FOREACH(cpu, cpus)
+                if (jm->slots[cpu].job)
+                        return true;
+        return false;
+}
+
+int job_manager_cancel_on_cpus(JobManager *jm, const CpuSet *cpus, const char *reason) {
+        int n = 0;
+        CPUSET_FOREACH(cpu, cpus) {
+                Job *j = jm->slots[cpu].job;
+                if (!j || j->cancel_requested)
+                        continue;
+                j->cancel_requested = true;
+                free(j->reason);
+                j->reason = strdup(strempty(reason));
+                job_terminate(jm, j);
+                n++;
+        }
+        return n;
+}
+
+/* ---- life of the manager ---- */
+
+void job_manager_prune(JobManager *jm) {
+        int r = store_prune_finished(jm->store, jm->manager->config->keep_finished, job_remove_output, jm);
+        if (r < 0)
+                log_warning_errno(r, "Failed to prune finished jobs from the store, ignoring: %m");
+}
+
+int job_remove_output(const StoreJob *sj, void *userdata) {
+        JobManager *jm = userdata;
+        static const char *const suffixes[] = { "stdout", "stderr", "exit" };
+        char name[64];
+
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                snprintf(name, sizeof name, "%" PRIu64 ".%s", sj->id, suffixes[i]);
+                (void) unlinkat(jm->output_fd, name, 0);
+        }
+        return 0;
+}
+
+static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
+        JobManager *jm = userdata;
+        if (jm->cgroups_dirty)
+                job_sweep_cgroups(jm);
+        (void) sd_event_source_set_time_relative(s, 2000000);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(JobManager *, job_manager_free);
+
+int job_manager_new(Manager *m, JobManager **ret) {
+        _cleanup_(job_manager_freep) JobManager *jm = NULL;
+        char probe[64];
+        int r;
+
+        jm = calloc(1, sizeof *jm);
+        if (!jm)
+                return -ENOMEM;
+        jm->manager = m;
+        jm->output_fd = -EBADF;
+        jm->cgroups.dir_fd = -EBADF;
+        jm->worker_cb = (WorkerCallbacks){
+                .ready = on_worker_ready,
+                .started = on_worker_started,
+                .exec = on_worker_exec,
+                .exec_failed = on_worker_exec_failed,
+                .exited = on_worker_exited,
+                .died = on_worker_died,
+        };
+        jm->slots = calloc(CPUSET_MAX, sizeof(WorkerSlot));
+        jm->buckets = calloc(JOB_BUCKETS, sizeof(Job *));
+        if (!jm->slots || !jm->buckets)
+                return -ENOMEM;
+        for (unsigned i = 0; i < CPUSET_MAX; i++)
+                jm->slots[i] = (WorkerSlot){ .jm = jm, .cpu = i };
+
+        r = store_open(m->state_fd, "jobs.db", &jm->store);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open the job store %s/jobs.db: %m",
+                                       m->config->state_directory);
+        jm->next_id = store_max_id(jm->store) + 1;
+        jm->next_seq = store_max_seq(jm->store) + 1;
+
+        /* Output files: the directory is traversable so users can open their own (0600) files by name. */
+        r = mkdir_p_at(m->state_fd, "output", 0711);
+        if (r < 0 && r != -EEXIST)
+                return log_error_errno(r, "Failed to create %s/output: %m", m->config->state_directory);
+        jm->output_fd = openat(m->state_fd, "output", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (jm->output_fd < 0)
+                return log_error_errno(errno, "Failed to open %s/output: %m", m->config->state_directory);
+        (void) fchmod(jm->output_fd, 0711);
+
+        snprintf(probe, sizeof probe, "rtd-%s-probe", store_instance_id(jm->store));
+        job_cgroups_setup(m->proc_fd, probe, &jm->cgroups);
+        if (jm->cgroups.reason)
+                log_info("Job cgroups: %s", jm->cgroups.reason);
+        else
+                log_info("Jobs get their own cgroups under %s", jm->cgroups.path);
+
+        remove_old_spares(jm);
+        r = sd_event_add_defer(m->event, &jm->spare_src, on_spare, jm);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_priority(jm->spare_src, SD_EVENT_PRIORITY_IDLE);
+        (void) sd_event_source_set_enabled(jm->spare_src, SD_EVENT_ONESHOT);
+
+        r = worker_find_binary(&jm->worker_path);
+        if (r < 0)
+                log_error_errno(r, "Cannot find the rtd-worker binary (set $RTD_WORKER): %m; jobs cannot run");
+
+        r = sd_event_add_defer(m->event, &jm->dispatch_src, on_dispatch, jm);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(jm->dispatch_src, SD_EVENT_OFF);
+        /* After worker messages, before new requests: a finished job's CPU is refilled first. */
+        (void) sd_event_source_set_priority(jm->dispatch_src, SD_EVENT_PRIORITY_IMPORTANT + 1);
+        r = sd_event_add_time_relative(m->event, &jm->sweep_src, CLOCK_MONOTONIC, 2000000, 0, on_sweep, jm);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(jm->sweep_src, SD_EVENT_ON);
+
+        r = job_manager_recover(jm);
+        if (r < 0)
+                return r;
+        job_manager_prune(jm);
+        *ret = TAKE_PTR(jm);
+        return 0;
+}
+
+JobManager *job_manager_free(JobManager *jm) {
+        if (!jm)
+                return NULL;
+        /* Leftover cgroups of finished jobs go; those of running jobs stay for the next rtd to adopt. */
+        if (jm->store && jm->buckets)
+                job_sweep_cgroups(jm);
+        for (unsigned b = 0; jm->buckets && b < JOB_BUCKETS; b++)
+                for (Job *j = jm->buckets[b], *next; j; j = next) {
+                        next = j->hnext;
+                        job_free(j);
+                }
+        for (unsigned i = 0; jm->slots && i < CPUSET_MAX; i++) {
+                worker_free(jm->slots[i].worker);
+                sd_event_source_disable_unref(jm->slots[i].respawn_src);
+        }
+        worker_forget_detached();
+        while (jm->subs)
+                jm->subs = job_manager_unsubscribe(jm, jm->subs);
+        while (jm->users) {
+                UserCount *u = jm->users;
+                jm->users = u->next;
+                free(u);
+        }
+        sd_event_source_disable_unref(jm->dispatch_src);
+        sd_event_source_disable_unref(jm->spare_src);
+        sd_event_source_disable_unref(jm->sweep_src);
+        store_free(jm->store);
+        job_cgroups_done(&jm->cgroups);
+        safe_close(jm->output_fd);
+        free(jm->worker_path);
+        free(jm->slots);
+        free(jm->buckets);
+        free(jm);
+        return NULL;
+}
+
+/* Exposed to jobs-recover.c and jobs-json.c. */
+void job_register(JobManager *jm, Job *j) {
+        job_table_add(jm, j);
+        if (j->state == JOB_QUEUED) {
+                queue_append(jm, j);
+                UserCount *u = user_count(jm, j->uid, true);
+                if (u)
+                        u->queued++;
+        } else
+                CPUSET_FOREACH(cpu, &j->cpus)
+                        jm->slots[cpu].job = j;
+}
+
+void job_set_terminate(JobManager *jm, Job *j) {
+        job_terminate(jm, j);
+}
+
+void job_rearm_timeout(JobManager *jm, Job *j, uint64_t started_mono) {
+        job_arm_timeout(jm, j, started_mono);
+}
+
+Job *job_free_unregistered(Job *j) {
+        return job_free(j);
+}

@@ -1,0 +1,587 @@
+/* SPDX-License-Identifier: MIT */
+/* The reservation: validation, the backend that keeps tasks off, IRQs, tuning, the drift check, and
+ * putting everything back from the restore journal. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "irq.h"
+#include "manager.h"
+#include "messages.h"
+#include "reserve.h"
+#include "restore.h"
+#include "shared/fileio.h"
+#include "shared/log.h"
+#include "topology.h"
+#include "tune.h"
+
+struct Reservation {
+        Manager *manager;
+        int proc_fd, sys_fd, runtime_fd;
+        Journal *journal;
+
+        bool active;
+        CpuSet reserved, housekeeping;
+        BackendKind backend;
+        char *backend_reason;
+        CgroupState cgroup;
+        TaskStats tasks;
+        IrqState irq;
+        TuneState tune;
+        bool irqs_kept;                 /* IRQs=keep */
+
+        sd_event_source *drift_timer;
+        uint64_t drift_checks;
+        uint64_t tasks_drifted;
+        uint64_t last_check_realtime;
+
+        json_t *last_restore;           /* what the last restore (start-up, release) did */
+        char *journal_problem;
+};
+
+static const RtdConfig *config_of(Reservation *r) {
+        return r->manager->config;
+}
+
+static int restore_journal(Journal *j, int proc_fd, int sys_fd, json_t **ret_report) {
+        ReplayReport rep = {};
+        int q;
+
+        q = journal_replay(j, proc_fd, sys_fd, &rep);
+        log_struct(q < 0 ? LOG_WARNING : LOG_NOTICE, RTD_MSG_RESTORED, NULL,
+                   "Restore journal replayed: %u restored, %u skipped (tasks gone or changed since), %u failed",
+                   rep.restored, rep.skipped, rep.failed);
+        if (ret_report)
+                *ret_report = replay_report_to_json(&rep);
+        replay_report_done(&rep);
+        /* A journal with failures stays for `rtd --restore` (its restored entries are idempotent). */
+        if (q >= 0) {
+                int k = journal_remove(j);
+                if (k < 0)
+                        log_warning_errno(k, "Could not remove the restore journal: %m");
+        }
+        return q;
+}
+
+int reservation_restore_only(int proc_fd, int sys_fd, int runtime_fd) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_free_ char *problem = NULL;
+        int r;
+
+        r = journal_load(runtime_fd, &j, &problem);
+        if (r < 0)
+                return log_error_errno(r, "Could not read the restore journal: %m");
+        if (problem)
+                log_warning("%s", problem);
+        if (r == 0) {
+                log_info("No restore journal: nothing to restore");
+                return 0;
+        }
+        return restore_journal(j, proc_fd, sys_fd, NULL);
+}
+
+int reservation_new(Manager *m, Reservation **ret) {
+        _cleanup_(reservation_freep) Reservation *r = NULL;
+        Journal *old = NULL;
+        int q;
+
+        r = calloc(1, sizeof *r);
+        if (!r)
+                return -ENOMEM;
+        r->manager = m;
+        r->proc_fd = m->proc_fd;
+        r->sys_fd = m->sys_fd;
+        r->runtime_fd = m->runtime_fd;
+
+        /* A journal left behind means the last run died: restore it before anything else. */
+        q = journal_load(r->runtime_fd, &old, &r->journal_problem);
+        if (q < 0)
+                return log_error_errno(q, "Could not read the restore journal: %m");
+        if (r->journal_problem)
+                log_warning("%s", r->journal_problem);
+        if (q > 0) {
+                log_notice("Found a restore journal from a previous run: restoring it first");
+                (void) restore_journal(old, r->proc_fd, r->sys_fd, &r->last_restore);
+                r->journal = old;       /* keeps whatever could not be restored */
+                r->journal->dirty = true;
+        } else {
+                r->journal = journal_new(r->runtime_fd);
+                if (!r->journal)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int reservation_validate(Reservation *r, const CpuSet *cpus, char **ret_error) {
+        const Topology *t = r->manager->topology;
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        CpuSet bad, hk;
+        int q = 0;
+
+        *ret_error = NULL;
+        if (cpuset_is_empty(cpus))
+                q = asprintf(ret_error, "cpus: the list is empty; to give every CPU back, release the "
+                                        "reservation (DELETE /v1/reservation, rtctl release)");
+        else if (cpuset_andnot(&bad, cpus, &t->online), !cpuset_is_empty(&bad)) {
+                (void) cpuset_format(&bad, &a);
+                (void) cpuset_format(&t->online, &b);
+                q = asprintf(ret_error, "cpus: CPU %s is not online; online CPUs are %s", strempty(a),
+                             strempty(b));
+        } else if (cpuset_andnot(&hk, &t->online, cpus), cpuset_is_empty(&hk)) {
+                (void) cpuset_format(&t->online, &b);
+                q = asprintf(ret_error, "cpus: reserving every online CPU (%s) leaves no housekeeping CPU for "
+                                        "the system and rtd; keep at least one out of the list",
+                             strempty(b));
+        } else if (config_of(r)->smt == SMT_EXCLUSIVE) {
+                /* A reserved CPU must not share its core with a housekeeping CPU; that also leaves the
+                 * housekeeping CPUs whole cores, siblings included. */
+                CPUSET_FOREACH(cpu, cpus) {
+                        const TopologyCpu *tc = topology_cpu(t, (unsigned) cpu);
+                        if (!tc || !cpuset_intersects(&tc->siblings, &hk))
+                                continue;
+                        CpuSet core, out;
+                        cpuset_and(&core, &tc->siblings, &t->online);
+                        cpuset_andnot(&out, &core, cpus);
+                        (void) cpuset_format(&core, &a);
+                        (void) cpuset_format(&out, &b);
+                        q = asprintf(ret_error, "cpus: CPU %d shares its core with CPU %s, which would stay a "
+                                                "housekeeping CPU; with [Reserve] SMT=exclusive reserve whole "
+                                                "cores (here %s) or set SMT=shared",
+                                     cpu, strempty(b), strempty(a));
+                        break;
+                }
+        }
+        if (q < 0)
+                return -ENOMEM;
+        return *ret_error ? -EINVAL : 0;
+}
+
+static void knob_ctx(Reservation *r, KnobCtx *k, json_t *plan) {
+        *k = (KnobCtx){ .proc_fd = r->proc_fd, .sys_fd = r->sys_fd, .journal = r->journal, .plan = plan };
+}
+
+static int apply_backend(KnobCtx *k, BackendKind b, const CpuSet *hk, const CpuSet *reserved, bool drift,
+                         CgroupState *cg, TaskStats *ts) {
+        int q = 0;
+
+        if (!drift && b == BACKEND_SYSTEMD)
+                q = systemd_backend_apply(k, hk, reserved, cg);
+        else if (!drift && b == BACKEND_CGROUP)
+                q = cgroup_backend_apply(k, hk, reserved, cg);
+        if (q < 0)
+                return q;
+        /* Under the cgroup backends, kthreads and root-cgroup tasks still need their affinity. */
+        return tasks_apply(k, hk, b == BACKEND_AFFINITY ? TASKS_ALL : TASKS_UNCONFINED, drift, getpid(), ts);
+}
+
+static void apply_irqs(Reservation *r, KnobCtx *k, const CpuSet *hk, const CpuSet *reserved, bool drift,
+                       IrqState *st) {
+        const Topology *t = r->manager->topology;
+        int q;
+
+        q = irq_apply(k, hk, reserved, t->nr_cpu_ids, drift, st);
+        if (q < 0)
+                log_warning_errno(q, "Could not steer IRQs: %m");
+        if (drift)
+                return;
+        free(st->irqbalance_note);
+        st->irqbalance_note = NULL;
+        st->irqbalance_pid = proc_is_procfs(r->proc_fd) ? irqbalance_find(r->proc_fd) : 0;
+        if (st->irqbalance_pid > 0) {
+                q = irqbalance_ban(k, st->irqbalance_pid, reserved, &st->irqbalance_note);
+                if (q < 0)
+                        log_warning("%s", strempty(st->irqbalance_note));
+        }
+}
+
+static int on_drift_check(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void drift_timer_arm(Reservation *r) {
+        unsigned sec = config_of(r)->check_interval_sec;
+        int q;
+
+        if (sec == 0 || !r->active)
+                return;
+        if (!r->drift_timer) {
+                q = sd_event_add_time_relative(r->manager->event, &r->drift_timer, CLOCK_MONOTONIC,
+                                               (uint64_t) sec * 1000000, 100 * 1000, on_drift_check, r);
+                if (q < 0)
+                        log_warning_errno(q, "Could not start the drift check, continuing without: %m");
+                return;
+        }
+        (void) sd_event_source_set_time_relative(r->drift_timer, (uint64_t) sec * 1000000);
+        (void) sd_event_source_set_enabled(r->drift_timer, SD_EVENT_ONESHOT);
+}
+
+/* One drift check: re-apply what someone undid, count it. */
+int reservation_check_drift(Reservation *r) {
+        KnobCtx k;
+        TaskStats ts;
+        int q;
+
+        if (!r->active)
+                return 0;
+        knob_ctx(r, &k, NULL);
+        q = apply_backend(&k, r->backend, &r->housekeeping, &r->reserved, true, &r->cgroup, &ts);
+        if (q < 0)
+                log_warning_errno(q, "Drift check: could not re-apply task affinities: %m");
+        r->tasks_drifted += ts.drifted;
+        r->tasks.own = ts.own;          /* workers and jobs come and go */
+        r->tasks.inherited += ts.inherited;
+        if (!r->irqs_kept)
+                apply_irqs(r, &k, &r->housekeeping, &r->reserved, true, &r->irq);
+        r->drift_checks++;
+        r->last_check_realtime = (uint64_t) time(NULL);
+        if (ts.drifted > 0)
+                log_notice("Drift check: %u task%s found on reserved CPUs again, moved back", ts.drifted,
+                           ts.drifted == 1 ? "" : "s");
+        return 0;
+}
+
+static int on_drift_check(sd_event_source *s, uint64_t usec, void *userdata) {
+        Reservation *r = userdata;
+
+        (void) reservation_check_drift(r);
+        drift_timer_arm(r);
+        return 0;
+}
+
+static void write_meta(Reservation *r, const CpuSet *reserved, const CpuSet *hk, BackendKind b) {
+        _cleanup_free_ char *a = NULL, *h = NULL;
+
+        (void) cpuset_format(reserved, &a);
+        (void) cpuset_format(hk, &h);
+        json_object_set_new(r->journal->meta, "reserved", json_string(strempty(a)));
+        json_object_set_new(r->journal->meta, "housekeeping", json_string(strempty(h)));
+        json_object_set_new(r->journal->meta, "backend", json_string(backend_kind_to_string(b)));
+        json_object_set_new(r->journal->meta, "pid", json_integer(getpid()));
+        json_object_set_new(r->journal->meta, "written_at", json_integer((json_int_t) time(NULL)));
+        r->journal->dirty = true;
+}
+
+int reservation_apply(Reservation *r, const CpuSet *cpus) {
+        const RtdConfig *c = config_of(r);
+        _cleanup_free_ char *error = NULL, *reason = NULL, *list = NULL;
+        CpuSet hk;
+        BackendKind b;
+        KnobCtx k;
+        int q;
+
+        q = reservation_validate(r, cpus, &error);
+        if (q < 0)
+                return log_error_errno(q, "Cannot reserve: %s", strempty(error));
+        q = backend_detect(r->proc_fd, r->sys_fd, c->backend, &b, &reason);
+        if (q < 0)
+                return log_error_errno(q, "Cannot reserve: %s; or use [Reserve] Backend=auto",
+                                       reason ?: "the configured backend is not available here");
+        cpuset_andnot(&hk, &r->manager->topology->online, cpus);
+
+        write_meta(r, cpus, &hk, b);
+        q = journal_flush(r->journal);
+        if (q < 0)
+                return log_error_errno(q, "Cannot reserve: the restore journal cannot be written: %m");
+
+        knob_ctx(r, &k, NULL);
+        q = apply_backend(&k, b, &hk, cpus, false, &r->cgroup, &r->tasks);
+        if (q < 0) {
+                log_error_errno(q, "Could not keep tasks off the reserved CPUs (%s backend): %m",
+                                backend_kind_to_string(b));
+                if (!r->active) {
+                        /* Nothing was reserved before: leave the machine as it was. */
+                        (void) restore_journal(r->journal, r->proc_fd, r->sys_fd, NULL);
+                        return q;
+                }
+                return q;
+        }
+        r->irqs_kept = c->irqs == IRQ_KEEP;
+        if (!r->irqs_kept)
+                apply_irqs(r, &k, &hk, cpus, false, &r->irq);
+        else {
+                /* IRQs=keep after a reload: masks rtd changed before go back now. */
+                for (size_t i = r->journal->n_entries; i-- > 0;) {
+                        JournalEntry *e = &r->journal->entries[i];
+                        if (e->kind == JOURNAL_KNOB && e->root == KNOB_PROC && startswith(e->key, "irq/")) {
+                                _cleanup_free_ char *p = strdup(e->key);
+                                if (p)
+                                        (void) knob_reset(&k, KNOB_PROC, p);
+                        }
+                }
+                irq_state_done(&r->irq);
+        }
+        (void) tune_apply(&k, c, &hk, cpus, r->manager->topology->nr_cpu_ids, &r->tune);
+
+        free(r->backend_reason);
+        r->backend_reason = TAKE_PTR(reason);
+        r->backend = b;
+        r->reserved = *cpus;
+        r->housekeeping = hk;
+        r->active = true;
+        drift_timer_arm(r);
+
+        (void) cpuset_format(cpus, &list);
+        log_struct(LOG_NOTICE, RTD_MSG_RESERVED, NULL,
+                   "Reserved CPUs %s (%s backend): %u tasks moved, %u refused; %u IRQs moved, %zu unmovable",
+                   strempty(list), backend_kind_to_string(b), r->tasks.moved, r->tasks.refused, r->irq.moved,
+                   r->irq.n_unmovable);
+        return 0;
+}
+
+int reservation_release(Reservation *r) {
+        int q;
+
+        r->drift_timer = sd_event_source_disable_unref(r->drift_timer);
+        if (r->active) {
+                /* Catch tasks born since the last check, so they get their ancestors' masks back too. */
+                TaskStats ts;
+                KnobCtx k;
+                knob_ctx(r, &k, NULL);
+                (void) tasks_apply(&k, &r->housekeeping, r->backend == BACKEND_AFFINITY ? TASKS_ALL
+                                                                                          : TASKS_UNCONFINED,
+                                   true, getpid(), &ts);
+        }
+        json_decref(r->last_restore);
+        r->last_restore = NULL;
+        q = r->journal->n_entries > 0 || r->journal->on_disk
+                    ? restore_journal(r->journal, r->proc_fd, r->sys_fd, &r->last_restore)
+                    : 0;
+        if (r->active)
+                log_struct(LOG_NOTICE, RTD_MSG_RELEASED, NULL, "Reservation released%s",
+                           q < 0 ? "; some knobs could not be restored" : ", every knob restored");
+        r->active = false;
+        cpuset_zero(&r->reserved);
+        cpuset_zero(&r->housekeeping);
+        r->tasks = (TaskStats){};
+        irq_state_done(&r->irq);
+        tune_state_done(&r->tune);
+        cgroup_state_done(&r->cgroup);
+        return q;
+}
+
+void reservation_cpus(Reservation *r, CpuSet *ret_reserved, CpuSet *ret_housekeeping) {
+        if (ret_reserved)
+                *ret_reserved = r->reserved;
+        if (ret_housekeeping)
+                *ret_housekeeping = r->housekeeping;
+}
+
+void reservation_stats(Reservation *r, ReservationStats *ret) {
+        *ret = (ReservationStats){
+                .drift_checks = r->drift_checks,
+                .irqs_drifted = r->irq.drifted,
+                .tasks_drifted = r->tasks_drifted,
+                .irqs_moved = r->irq.moved,
+                .irqs_unmovable = (unsigned) r->irq.n_unmovable,
+                .tasks_moved = r->tasks.moved,
+                .tasks_refused = r->tasks.refused,
+        };
+}
+
+const char *reservation_cgroup(Reservation *r) {
+        if (!r->active || r->backend != BACKEND_CGROUP)
+                return NULL;
+        return r->cgroup.reserved_cgroup;
+}
+
+int reservation_place(Reservation *r, pid_t pid) {
+        if (!r->active)
+                return 0;
+        if (r->backend == BACKEND_CGROUP && r->cgroup.reserved_cgroup)
+                return cgroup_backend_place(r->sys_fd, r->cgroup.reserved_cgroup, pid);
+        return 0;
+}
+
+static json_t *cpus_json(const CpuSet *s) {
+        _cleanup_free_ char *l = NULL;
+        return json_string(cpuset_format(s, &l) >= 0 ? l : "");
+}
+
+/* Boot parameters a run-time reservation cannot replace, and whether this boot has them. */
+static json_t *boot_hints(Reservation *r, const CpuSet *reserved) {
+        _cleanup_free_ char *cmdline = NULL, *list = NULL, *nohz = NULL;
+        json_t *a = json_array();
+        CpuSet nohz_set = {};
+
+        (void) read_one_line_at(r->proc_fd, "cmdline", &cmdline);
+        (void) cpuset_format(reserved, &list);
+        if (read_one_line_at(r->sys_fd, "devices/system/cpu/nohz_full", &nohz) >= 0)
+                (void) cpuset_parse(nohz, &nohz_set, NULL);
+        struct {
+                const char *key, *fmt, *why;
+                bool have;
+        } hints[] = {
+                { "nohz_full", "nohz_full=%s", "stops the scheduler tick on the reserved CPUs while one task runs",
+                  cpuset_is_subset(reserved, &nohz_set) && !cpuset_is_empty(reserved) },
+                { "rcu_nocbs", "rcu_nocbs=%s", "moves RCU callbacks off the reserved CPUs",
+                  cmdline && strstr(cmdline, "rcu_nocbs=") },
+                { "isolcpus", "isolcpus=managed_irq,%s",
+                  "keeps kernel-managed (per-queue) IRQs off the reserved CPUs where the device allows it",
+                  cmdline && strstr(cmdline, "managed_irq") },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(hints); i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, hints[i].fmt, strempty(list)) < 0)
+                        continue;
+                json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "parameter", p, "why", hints[i].why,
+                                                   "present", hints[i].have));
+        }
+        return a;
+}
+
+json_t *reservation_to_json(Reservation *r) {
+        const RtdConfig *c = config_of(r);
+        json_t *o;
+
+        if (!r->active) {
+                o = json_pack("{s:s, s:o*}", "state", "none", "last_restore", json_incref(r->last_restore));
+                if (o && r->journal_problem)
+                        json_object_set_new(o, "journal_problem", json_string(r->journal_problem));
+                return o;
+        }
+        o = json_pack("{s:s, s:s, s:s?, s:o, s:o, s:s, s:{s:I, s:I, s:I, s:I, s:I}}",
+                      "state", "active",
+                      "backend", backend_kind_to_string(r->backend),
+                      "backend_reason", r->backend_reason,
+                      "reserved", cpus_json(&r->reserved),
+                      "housekeeping", cpus_json(&r->housekeeping),
+                      "smt", smt_mode_to_string(c->smt),
+                      "tasks", "moved", (json_int_t) r->tasks.moved, "refused", (json_int_t) r->tasks.refused,
+                      "own", (json_int_t) r->tasks.own, "inherited", (json_int_t) r->tasks.inherited, "seen",
+                      (json_int_t) r->tasks.seen);
+        if (!o)
+                return NULL;
+        if (r->backend != BACKEND_AFFINITY)
+                json_object_set_new(o, "cgroup", json_pack("{s:s?, s:s?, s:s?, s:O?}", "reserved_cgroup",
+                                                           r->cgroup.reserved_cgroup, "partition",
+                                                           r->cgroup.partition, "partition_note",
+                                                           r->cgroup.partition_note, "shrunk", r->cgroup.shrunk));
+        if (r->irqs_kept)
+                json_object_set_new(o, "irqs", json_pack("{s:s}", "state", "left alone (IRQs=keep)"));
+        else {
+                json_t *i = irq_state_to_json(&r->irq);
+                if (i && !r->irq.irqbalance_note)
+                        json_object_set_new(i, "irqbalance",
+                                            json_pack("{s:s}", "note", "irqbalance is not running"));
+                json_object_set_new(o, "irqs", i);
+        }
+        json_object_set_new(o, "knobs", tune_state_to_json(&r->tune, r->proc_fd, r->sys_fd));
+        json_object_set_new(o, "drift", json_pack("{s:I, s:I, s:I, s:I, s:I}", "interval_sec",
+                                                  (json_int_t) c->check_interval_sec, "checks",
+                                                  (json_int_t) r->drift_checks, "irqs", (json_int_t) r->irq.drifted,
+                                                  "tasks", (json_int_t) r->tasks_drifted, "last_check",
+                                                  (json_int_t) r->last_check_realtime));
+        json_object_set_new(o, "boot_parameters", boot_hints(r, &r->reserved));
+        json_object_set_new(o, "journal", json_pack("{s:s, s:I}", "file", JOURNAL_FILE, "entries",
+                                                    (json_int_t) r->journal->n_entries));
+        if (r->last_restore)
+                json_object_set_new(o, "last_restore", json_incref(r->last_restore));
+        if (r->journal_problem)
+                json_object_set_new(o, "journal_problem", json_string(r->journal_problem));
+        return o;
+}
+
+json_t *reservation_last_restore(Reservation *r) {
+        return r->last_restore;
+}
+
+int reservation_plan(Reservation *r, const CpuSet *cpus, json_t **ret, char **ret_error) {
+        const RtdConfig *c = config_of(r);
+        _cleanup_free_ char *reason = NULL, *fair = NULL;
+        json_t *writes, *cannot, *o;
+        IrqState irq = {};
+        TuneState tune = {};
+        CgroupState cg = {};
+        TaskStats ts = {};
+        CpuSet hk;
+        BackendKind b;
+        KnobCtx k;
+        int q;
+
+        q = reservation_validate(r, cpus, ret_error);
+        if (q < 0)
+                return q;
+        q = backend_detect(r->proc_fd, r->sys_fd, c->backend, &b, &reason);
+        if (q < 0) {
+                if (asprintf(ret_error, "%s; or use [Reserve] Backend=auto",
+                             reason ?: "the configured backend is not available here") < 0)
+                        *ret_error = NULL;
+                return -EINVAL;
+        }
+        cpuset_andnot(&hk, &r->manager->topology->online, cpus);
+        writes = json_array();
+        cannot = json_array();
+        knob_ctx(r, &k, writes);
+        q = apply_backend(&k, b, &hk, cpus, false, &cg, &ts);
+        if (q < 0)
+                json_array_append_new(cannot, json_pack("{s:s, s:s}", "what", "backend", "why", strerror(-q)));
+        if (ts.refused > 0)
+                json_array_append_new(cannot, json_pack("{s:s, s:I, s:s}", "what", "per-CPU kernel threads",
+                                                        "count", (json_int_t) ts.refused, "why",
+                                                        "pinned to their CPU by the kernel (PF_NO_SETAFFINITY); "
+                                                        "they run only when there is work for that CPU"));
+        if (c->irqs == IRQ_KEEP)
+                json_array_append_new(cannot, json_pack("{s:s, s:s}", "what", "IRQs", "why",
+                                                        "left alone: [Reserve] IRQs=keep"));
+        else {
+                (void) irq_apply(&k, &hk, cpus, r->manager->topology->nr_cpu_ids, false, &irq);
+                /* A dry run cannot know which writes the kernel will refuse; the last pass can. */
+                for (size_t i = 0; i < r->irq.n_unmovable; i++) {
+                        const IrqUnmovable *u = &r->irq.unmovable[i];
+                        _cleanup_free_ char *remedy = irq_remedy(u->remedy, cpus);
+                        json_array_append_new(cannot, json_pack("{s:s, s:i, s:s?, s:s, s:s}", "what", "IRQ",
+                                                                "irq", (int) u->irq, "name", u->name, "why",
+                                                                u->reason, "remedy", remedy ?: u->remedy));
+                }
+                pid_t ib = proc_is_procfs(r->proc_fd) ? irqbalance_find(r->proc_fd) : 0;
+                if (ib > 0) {
+                        _cleanup_free_ char *note = NULL;
+                        (void) irqbalance_ban(&k, ib, cpus, &note);
+                }
+        }
+        (void) tune_apply(&k, c, &hk, cpus, r->manager->topology->nr_cpu_ids, &tune);
+        for (size_t i = 0; i < tune.n_knobs; i++)
+                if (tune.knobs[i].outcome == KNOB_UNAVAILABLE || tune.knobs[i].outcome == KNOB_FAILED)
+                        json_array_append_new(cannot, json_pack("{s:s, s:s?}", "what", tune.knobs[i].name, "why",
+                                                                tune.knobs[i].why));
+        if (cg.partition_note)
+                json_array_append_new(cannot, json_pack("{s:s, s:s}", "what", "isolated cpuset partition", "why",
+                                                        cg.partition_note));
+        if (r->cgroup.partition_note && b != BACKEND_AFFINITY)
+                json_array_append_new(cannot, json_pack("{s:s, s:s}", "what", "isolated cpuset partition",
+                                                        "why", r->cgroup.partition_note));
+
+        o = json_pack("{s:o, s:o, s:s, s:s?, s:o, s:{s:I, s:I, s:I}, s:o, s:o}",
+                      "cpus", cpus_json(cpus), "housekeeping", cpus_json(&hk),
+                      "backend", backend_kind_to_string(b), "backend_reason", reason,
+                      "writes", writes,
+                      "tasks", "would_move", (json_int_t) ts.moved, "refused", (json_int_t) ts.refused, "own",
+                      (json_int_t) ts.own,
+                      "cannot", cannot,
+                      "boot_parameters", boot_hints(r, cpus));
+        irq_state_done(&irq);
+        tune_state_done(&tune);
+        cgroup_state_done(&cg);
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
+Reservation *reservation_free(Reservation *r) {
+        if (!r)
+                return NULL;
+        sd_event_source_disable_unref(r->drift_timer);
+        journal_free(r->journal);
+        free(r->backend_reason);
+        irq_state_done(&r->irq);
+        tune_state_done(&r->tune);
+        cgroup_state_done(&r->cgroup);
+        json_decref(r->last_restore);
+        free(r->journal_problem);
+        free(r);
+        return NULL;
+}

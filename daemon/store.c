@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/* SQLite job store: one table of jobs (indexed columns + JSON), schema versions in PRAGMA user_version. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "shared/macro.h"
+#include "store.h"
+
+struct Store {
+        sqlite3 *db;
+        sqlite3_stmt *insert, *update;
+        char instance[17];
+};
+
+/*
+ * Migrations, applied in order from the stored user_version. Never edit a released step: add one.
+ * 1: the jobs table and its queue index. 2: per-user listing index, instance id in meta.
+ */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+        "CREATE TABLE jobs ("
+        "  id INTEGER PRIMARY KEY,"
+        "  state TEXT NOT NULL,"
+        "  uid INTEGER NOT NULL,"
+        "  seq INTEGER NOT NULL,"
+        "  data TEXT NOT NULL);"
+        "CREATE INDEX jobs_state_seq ON jobs(state, seq);"
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+
+        "CREATE INDEX jobs_uid ON jobs(uid, id);",
+};
+
+static int sqlite_to_errno(int rc) {
+        switch (rc) {
+        case SQLITE_OK:
+        case SQLITE_DONE:
+        case SQLITE_ROW:
+                return 0;
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        case SQLITE_READONLY:
+        case SQLITE_PERM:
+        case SQLITE_AUTH:
+                return -EACCES;
+        case SQLITE_CANTOPEN:
+                return -ENOENT;
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+                return -EBADMSG;
+        default:
+                return -EIO;
+        }
+}
+
+static int exec_sql(Store *s, const char *sql) {
+        return sqlite_to_errno(sqlite3_exec(s->db, sql, NULL, NULL, NULL));
+}
+
+static int pragma_int(Store *s, const char *sql) {
+        sqlite3_stmt *st = NULL;
+        int v = -EIO;
+
+        if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+                v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        return v;
+}
+
+static int migrate(Store *s) {
+        int v = pragma_int(s, "PRAGMA user_version"), r;
+        char sql[64];
+
+        if (v < 0)
+                return v;
+        if (v > STORE_SCHEMA_VERSION)
+                return -EPROTONOSUPPORT;        /* written by a newer rtd: never downgrade it silently */
+        for (; v < STORE_SCHEMA_VERSION; v++) {
+                r = exec_sql(s, "BEGIN IMMEDIATE");
+                if (r < 0)
+                        return r;
+                r = exec_sql(s, migrations[v]);
+                snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
+                if (r >= 0)
+                        r = exec_sql(s, sql);
+                if (r < 0) {
+                        (void) exec_sql(s, "ROLLBACK");
+                        return r;
+                }
+                r = exec_sql(s, "COMMIT");
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int load_instance(Store *s) {
+        sqlite3_stmt *st = NULL;
+        int r = 0;
+
+        if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'instance'", -1, &st, NULL) != SQLITE_OK)
+                return -EIO;
+        if (sqlite3_step(st) == SQLITE_ROW) {
+                snprintf(s->instance, sizeof s->instance, "%s", (const char *) sqlite3_column_text(st, 0));
+                sqlite3_finalize(st);
+                return 0;
+        }
+        sqlite3_finalize(st);
+
+        uint64_t rnd;
+        if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+                return -errno ?: -EIO;
+        snprintf(s->instance, sizeof s->instance, "%016llx", (unsigned long long) rnd);
+        if (sqlite3_prepare_v2(s->db, "INSERT INTO meta (key, value) VALUES ('instance', ?)", -1, &st, NULL) !=
+            SQLITE_OK)
+                return -EIO;
+        sqlite3_bind_text(st, 1, s->instance, -1, SQLITE_STATIC);
+        r = sqlite_to_errno(sqlite3_step(st));
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_open(int dir_fd, const char *name, Store **ret) {
+        _cleanup_free_ char *path = NULL;
+        Store *s;
+        int r;
+
+        /* SQLite wants a path (it creates -wal and -shm next to the file): reach the dirfd through /proc. */
+        if (dir_fd == AT_FDCWD)
+                path = strdup(name);
+        else if (asprintf(&path, "/proc/self/fd/%d/%s", dir_fd, name) < 0)
+                path = NULL;
+        if (!path)
+                return -ENOMEM;
+
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        r = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        if (r != SQLITE_OK) {
+                r = sqlite_to_errno(r);
+                goto fail;
+        }
+        /* A second daemon on the same state dir must fail fast rather than wait. */
+        sqlite3_busy_timeout(s->db, 1000);
+        r = exec_sql(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+        if (r < 0)
+                goto fail;
+        r = migrate(s);
+        if (r < 0)
+                goto fail;
+        r = load_instance(s);
+        if (r < 0)
+                goto fail;
+        if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (id, state, uid, seq, data) VALUES (?, ?, ?, ?, ?)", -1,
+                               &s->insert, NULL) != SQLITE_OK ||
+            sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = ?2, seq = ?3, data = ?4 WHERE id = ?1", -1,
+                               &s->update, NULL) != SQLITE_OK) {
+                r = -EIO;
+                goto fail;
+        }
+        *ret = s;
+        return 0;
+fail:
+        store_free(s);
+        return r;
+}
+
+Store *store_free(Store *s) {
+        if (!s)
+                return NULL;
+        sqlite3_finalize(s->insert);
+        sqlite3_finalize(s->update);
+        sqlite3_close_v2(s->db);
+        free(s);
+        return NULL;
+}
+
+int store_schema_version(Store *s) {
+        return pragma_int(s, "PRAGMA user_version");
+}
+
+const char *store_instance_id(Store *s) {
+        return s->instance;
+}
+
+static int run_write(sqlite3_stmt *st) {
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
+}
+
+int store_insert(Store *s, const StoreJob *j) {
+        _cleanup_free_ char *data = json_dumps(j->data, JSON_COMPACT);
+
+        if (!data)
+                return -ENOMEM;
+        sqlite3_bind_int64(s->insert, 1, (sqlite3_int64) j->id);
+        sqlite3_bind_text(s->insert, 2, j->state, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->insert, 3, j->uid);
+        sqlite3_bind_int64(s->insert, 4, (sqlite3_int64) j->seq);
+        sqlite3_bind_text(s->insert, 5, data, -1, SQLITE_STATIC);
+        return run_write(s->insert);
+}
+
+int store_update(Store *s, const StoreJob *j) {
+        _cleanup_free_ char *data = json_dumps(j->data, JSON_COMPACT);
+        int r;
+
+        if (!data)
+                return -ENOMEM;
+        sqlite3_bind_int64(s->update, 1, (sqlite3_int64) j->id);
+        sqlite3_bind_text(s->update, 2, j->state, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->update, 3, (sqlite3_int64) j->seq);
+        sqlite3_bind_text(s->update, 4, data, -1, SQLITE_STATIC);
+        r = run_write(s->update);
+        if (r >= 0 && sqlite3_changes(s->db) == 0)
+                return -ENOENT;
+        return r;
+}
+
+static uint64_t max_of(Store *s, const char *sql) {
+        sqlite3_stmt *st = NULL;
+        uint64_t v = 0;
+
+        if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+                v = (uint64_t) sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        return v;
+}
+
+uint64_t store_max_id(Store *s) {
+        return max_of(s, "SELECT COALESCE(MAX(id), 0) FROM jobs");
+}
+
+uint64_t store_max_seq(Store *s) {
+        return max_of(s, "SELECT COALESCE(MAX(seq), 0) FROM jobs");
+}
+
+/* Run a prepared SELECT of (id, state, uid, seq, data) rows into cb. */
+static int run_rows(sqlite3_stmt *st, StoreJobCallback cb, void *userdata) {
+        int rc, r = 0, n = 0;
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                json_error_t err;
+                StoreJob j = {
+                        .id = (uint64_t) sqlite3_column_int64(st, 0),
+                        .state = (const char *) sqlite3_column_text(st, 1),
+                        .uid = (uid_t) sqlite3_column_int64(st, 2),
+                        .seq = (uint64_t) sqlite3_column_int64(st, 3),
+                };
+                j.data = json_loads((const char *) sqlite3_column_text(st, 4), 0, &err);
+                if (!j.data)
+                        j.data = json_object();         /* damaged row: still listed, with what we know */
+                n++;
+                if (cb)
+                        r = cb(&j, userdata);
+                json_decref(j.data);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+                r = sqlite_to_errno(rc) ?: -EIO;
+        sqlite3_finalize(st);
+        return r < 0 ? r : n;
+}
+
+int store_foreach_in_states(Store *s, const char *const *states, StoreJobCallback cb, void *userdata) {
+        char sql[512] = "SELECT id, state, uid, seq, data FROM jobs WHERE state IN (";
+        sqlite3_stmt *st = NULL;
+        int n = 0;
+
+        for (const char *const *p = states; *p; p++, n++)
+                strncat(sql, n ? ",?" : "?", sizeof sql - strlen(sql) - 1);
+        strncat(sql, ") ORDER BY seq, id", sizeof sql - strlen(sql) - 1);
+        if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+                return -EIO;
+        for (int i = 0; i < n; i++)
+                sqlite3_bind_text(st, i + 1, states[i], -1, SQLITE_STATIC);
+        return run_rows(st, cb, userdata);
+}
+
+struct get_ctx {
+        json_t *data;
+        char *state;
+        uid_t uid;
+};
+
+static int get_cb(const StoreJob *j, void *userdata) {
+        struct get_ctx *c = userdata;
+        c->data = json_incref(j->data);
+        c->state = strdup(j->state);
+        c->uid = j->uid;
+        return c->state ? 0 : -ENOMEM;
+}
+
+int store_get(Store *s, uint64_t id, json_t **ret, char **ret_state, uid_t *ret_uid) {
+        struct get_ctx c = {};
+        sqlite3_stmt *st = NULL;
+        int r;
+
+        if (sqlite3_prepare_v2(s->db, "SELECT id, state, uid, seq, data FROM jobs WHERE id = ?", -1, &st, NULL) !=
+            SQLITE_OK)
+                return -EIO;
+        sqlite3_bind_int64(st, 1, (sqlite3_int64) id);
+        r = run_rows(st, get_cb, &c);
+        if (r == 0)
+                return -ENOENT;
+        if (r < 0 || !c.data) {
+                json_decref(c.data);
+                free(c.state);
+                return r < 0 ? r : -ENOENT;
+        }
+        *ret = c.data;
+        if (ret_state)
+                *ret_state = c.state;
+        else
+                free(c.state);
+        if (ret_uid)
+                *ret_uid = c.uid;
+        return 0;
+}
+
+int store_list(Store *s, const StoreFilter *f, StoreJobCallback cb, void *userdata) {
+        sqlite3_stmt *st = NULL;
+
+        if (sqlite3_prepare_v2(s->db,
+                               "SELECT id, state, uid, seq, data FROM jobs"
+                               " WHERE (?1 IS NULL OR state = ?1) AND (?2 < 0 OR uid = ?2) AND (?3 = 0 OR id < ?3)"
+                               " ORDER BY id DESC LIMIT ?4",
+                               -1, &st, NULL) != SQLITE_OK)
+                return -EIO;
+        if (f->state)
+                sqlite3_bind_text(st, 1, f->state, -1, SQLITE_STATIC);
+        else
+                sqlite3_bind_null(st, 1);
+        sqlite3_bind_int64(st, 2, f->uid);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64) f->before_id);
+        sqlite3_bind_int64(st, 4, f->limit ?: 100);
+        return run_rows(st, cb, userdata);
+}
+
+int store_prune_finished(Store *s, unsigned keep, StoreJobCallback cb, void *userdata) {
+        static const char *const where =
+                " FROM jobs WHERE state NOT IN ('queued','starting','running') AND id NOT IN"
+                " (SELECT id FROM jobs WHERE state NOT IN ('queued','starting','running') ORDER BY id DESC LIMIT ?1)";
+        _cleanup_free_ char *sel = NULL, *del = NULL;
+        sqlite3_stmt *st = NULL;
+        int r, n;
+
+        if (asprintf(&sel, "SELECT id, state, uid, seq, '{}'%s", where) < 0 ||
+            asprintf(&del, "DELETE%s", where) < 0)
+                return -ENOMEM;
+        if (sqlite3_prepare_v2(s->db, sel, -1, &st, NULL) != SQLITE_OK)
+                return -EIO;
+        sqlite3_bind_int64(st, 1, keep);
+        n = run_rows(st, cb, userdata);
+        if (n <= 0)
+                return n;
+        if (sqlite3_prepare_v2(s->db, del, -1, &st, NULL) != SQLITE_OK)
+                return -EIO;
+        sqlite3_bind_int64(st, 1, keep);
+        r = sqlite3_step(st);
+        sqlite3_finalize(st);
+        return r == SQLITE_DONE ? n : -EIO;
+}

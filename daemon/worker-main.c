@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rtd-worker: one per reserved CPU, started pinned and SCHED_FIFO by rtd. It forks each job so the child
+ * is born on its CPU with its policy, and reports start and exit. It does no logging and no allocation
+ * after start-up: all it does is wait for the daemon or for its child.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "worker-proto.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static union {
+        WorkerStart start;
+        char raw[sizeof(WorkerStart) + 65536 * sizeof(gid_t) + 256 * 1024];
+} buf;
+
+static int sock = WORKER_FD_SOCKET;
+static int cgroup_dir = -EBADF;
+
+static uint64_t now_us(clockid_t clk) {
+        struct timespec ts;
+        clock_gettime(clk, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static int send_msg(const void *m, size_t size) {
+        ssize_t n;
+        do
+                n = send(sock, m, size, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        return n == (ssize_t) size ? 0 : -errno;
+}
+
+/* In the job child: report why setup failed, then die with the conventional "could not exec" code. */
+static _Noreturn void child_fail(uint64_t job_id, const char *stage, int err) {
+        WorkerExec m = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = job_id }, .pid = getpid(), .error = err };
+        snprintf(m.stage, sizeof m.stage, "%s", stage);
+        (void) send_msg(&m, sizeof m);
+        _exit(127);
+}
+
+static int write_str_at(int dir, const char *path, const char *s) {
+        int fd = openat(dir, path, O_WRONLY | O_CLOEXEC);
+        ssize_t n;
+        if (fd < 0)
+                return -errno;
+        n = write(fd, s, strlen(s));
+        n = n < 0 ? -errno : 0;
+        close(fd);
+        return (int) n;
+}
+
+static int open_output(const WorkerStart *st, const char *suffix, const char *spare) {
+        char name[64];
+        int fd;
+
+        snprintf(name, sizeof name, "%" PRIu64 ".%s", st->hdr.job_id, suffix);
+        /* Renaming a file rtd made ahead of time is ~5x cheaper than creating one on ext4. */
+        if (*spare)
+                (void) renameat(WORKER_FD_OUTPUT_DIR, spare, WORKER_FD_OUTPUT_DIR, name);
+        fd = openat(WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (fchown(fd, st->uid, st->gid) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* Find argv[0] in the job's PATH, checked with the job's credentials (we run as the user by now). */
+static const char *resolve(const char *cmd, char *const *env, char *out, size_t size) {
+        const char *path = "/usr/local/bin:/usr/bin:/bin";
+
+        if (strchr(cmd, '/'))
+                return cmd;
+        for (char *const *e = env; *e; e++)
+                if (strncmp(*e, "PATH=", 5) == 0)
+                        path = *e + 5;
+        for (const char *p = path; *p;) {
+                size_t l = strcspn(p, ":");
+                if (l > 0 && (size_t) snprintf(out, size, "%.*s/%s", (int) l, p, cmd) < size &&
+                    access(out, X_OK) == 0)
+                        return out;
+                p += l;
+                if (*p == ':')
+                        p++;
+        }
+        return cmd;     /* execve reports ENOENT */
+}
+
+static _Noreturn void child_run(const WorkerStart *st, const gid_t *groups, char *strings, bool born_in_cgroup) {
+        char *cwd = strings, *argv[st->n_argv + 1], *env[st->n_env + 1], *p = strings, exe[4096];
+        cpu_set_t mask;
+        struct sched_param sp = { .sched_priority = st->policy == SCHED_OTHER ? 0 : st->priority };
+        sigset_t all;
+        int fd;
+
+        p += strlen(p) + 1;
+        for (uint32_t i = 0; i < st->n_argv; i++, p += strlen(p) + 1)
+                argv[i] = p;
+        argv[st->n_argv] = NULL;
+        for (uint32_t i = 0; i < st->n_env; i++, p += strlen(p) + 1)
+                env[i] = p;
+        env[st->n_env] = NULL;
+
+        sigemptyset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+
+        /* Not born into the job's cgroup (no clone3): join it first, before anything else could fork. */
+        if ((st->flags & WORKER_START_CGROUP) && !born_in_cgroup) {
+                char procs[128];
+                snprintf(procs, sizeof procs, "%s/cgroup.procs", st->cgroup_name);
+                int r = write_str_at(cgroup_dir, procs, "0");
+                if (r < 0)
+                        child_fail(st->hdr.job_id, "cgroup", -r);
+        }
+
+        cpuset_to_cpu_set(&st->cpus, &mask);
+        if (sched_setaffinity(0, sizeof mask, &mask) < 0)
+                child_fail(st->hdr.job_id, "sched_setaffinity", errno);
+        if (sched_setscheduler(0, st->policy, &sp) < 0)
+                child_fail(st->hdr.job_id, "sched_setscheduler", errno);
+        if (setsid() < 0)
+                child_fail(st->hdr.job_id, "setsid", errno);
+
+        fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || dup2(fd, STDIN_FILENO) < 0)
+                child_fail(st->hdr.job_id, "stdin", errno);
+        fd = open_output(st, "stdout", st->spare_stdout);
+        if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
+                child_fail(st->hdr.job_id, "stdout", fd < 0 ? -fd : errno);
+        fd = open_output(st, "stderr", st->spare_stderr);
+        if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+                child_fail(st->hdr.job_id, "stderr", fd < 0 ? -fd : errno);
+
+        if (setgroups(st->n_groups, groups) < 0)
+                child_fail(st->hdr.job_id, "setgroups", errno);
+        if (setresgid(st->gid, st->gid, st->gid) < 0)
+                child_fail(st->hdr.job_id, "setgid", errno);
+        if (setresuid(st->uid, st->uid, st->uid) < 0)
+                child_fail(st->hdr.job_id, "setuid", errno);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                child_fail(st->hdr.job_id, "no_new_privs", errno);
+        if (chdir(*cwd ? cwd : "/") < 0)
+                child_fail(st->hdr.job_id, "chdir", errno);
+        umask(0022);
+
+        /* Nothing of the worker's leaks into the job: every fd above stderr closes on exec. */
+        if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+                for (int i = 3; i < 1024; i++)
+                        (void) fcntl(i, F_SETFD, FD_CLOEXEC);
+
+        const char *path = resolve(argv[0], env, exe, sizeof exe);
+        WorkerExec m = { .hdr = { .type = WMSG_EXEC, .job_id = st->hdr.job_id }, .pid = getpid() };
+        m.monotonic_usec = now_us(CLOCK_MONOTONIC);
+        (void) send_msg(&m, sizeof m);
+        execve(path, argv, env);
+        child_fail(st->hdr.job_id, "execve", errno);
+}
+
+static pid_t job_pid;
+static uint64_t job_id;
+static char job_cgroup[64];
+static int orphan;
+
+static void start_job(size_t size) {
+        const WorkerStart *st = &buf.start;
+        size_t need = sizeof *st + (size_t) st->n_groups * sizeof(gid_t) + st->strings_size;
+        char *strings = buf.raw + sizeof *st + (size_t) st->n_groups * sizeof(gid_t);
+        WorkerStarted m = { .hdr = { .type = WMSG_STARTED, .job_id = st->hdr.job_id } };
+        pid_t pid;
+
+        if (size < sizeof *st || size != need || st->strings_size == 0 || strings[st->strings_size - 1] != 0 ||
+            ((st->flags & WORKER_START_CGROUP) && cgroup_dir < 0)) {
+                WorkerExec f = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = st->hdr.job_id }, .error = EBADMSG };
+                snprintf(f.stage, sizeof f.stage, "protocol");
+                (void) send_msg(&f, sizeof f);
+                return;
+        }
+        if (job_pid > 0) {
+                WorkerMsg b = { .type = WMSG_BUSY, .job_id = st->hdr.job_id };
+                (void) send_msg(&b, sizeof b);
+                return;
+        }
+
+        /*
+         * The child is born in its cgroup (clone3 + CLONE_INTO_CGROUP): moving a task between cgroups takes
+         * the cgroup threadgroup lock for writing, which costs an RCU grace period (~0.5 ms here).
+         */
+        int cg = -EBADF;
+        if (st->flags & WORKER_START_CGROUP) {
+                if (mkdirat(cgroup_dir, st->cgroup_name, 0755) < 0 && errno != EEXIST) {
+                        WorkerExec f = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = st->hdr.job_id },
+                                         .error = errno };
+                        snprintf(f.stage, sizeof f.stage, "mkdir cgroup");
+                        (void) send_msg(&f, sizeof f);
+                        return;
+                }
+                cg = openat(cgroup_dir, st->cgroup_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        }
+        bool born_in = false;
+        pid = -1;
+        if (cg >= 0) {
+                struct {
+                        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+                                set_tid, set_tid_size, cgroup;
+                } ca = { .flags = 0x200000000ULL /* CLONE_INTO_CGROUP */, .exit_signal = SIGCHLD,
+                         .cgroup = (uint64_t) cg };
+                pid = (pid_t) syscall(SYS_clone3, &ca, sizeof ca);
+                born_in = pid >= 0;
+        }
+        if (pid < 0)
+                pid = fork();
+        if (pid < 0) {
+                WorkerExec f = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = st->hdr.job_id }, .error = errno };
+                snprintf(f.stage, sizeof f.stage, "fork");
+                (void) send_msg(&f, sizeof f);
+                if (cg >= 0)
+                        close(cg);
+                return;
+        }
+        if (pid == 0)
+                child_run(st, (const gid_t *) (buf.raw + sizeof *st), strings, born_in);
+        if (cg >= 0)
+                close(cg);
+
+        job_pid = pid;
+        job_id = st->hdr.job_id;
+        snprintf(job_cgroup, sizeof job_cgroup, "%s", (st->flags & WORKER_START_CGROUP) ? st->cgroup_name : "");
+        m.pid = pid;
+        m.boottime_usec = now_us(CLOCK_BOOTTIME);
+        (void) send_msg(&m, sizeof m);
+}
+
+/* rtd is gone: leave the result where the next rtd will look for it. */
+static void write_exit_file(const WorkerExited *e) {
+        char name[64], text[512];
+        int fd, n;
+
+        snprintf(name, sizeof name, WORKER_EXIT_FILE_FMT, e->hdr.job_id);
+        n = snprintf(text, sizeof text,
+                     "status=%d\nutime_usec=%" PRIu64 "\nstime_usec=%" PRIu64 "\nnvcsw=%" PRIu64 "\nnivcsw=%" PRIu64
+                     "\nmaxrss_kb=%" PRIu64 "\nrealtime_usec=%" PRIu64 "\n",
+                     e->status, e->utime_usec, e->stime_usec, e->nvcsw, e->nivcsw, e->maxrss_kb, e->realtime_usec);
+        fd = openat(WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return;
+        (void) !write(fd, text, n);
+        (void) fsync(fd);
+        close(fd);
+}
+
+static void reap(void) {
+        for (;;) {
+                struct rusage ru = {};
+                int status;
+                pid_t pid = wait4(-1, &status, WNOHANG, &ru);
+                if (pid <= 0)
+                        return;
+                if (pid != job_pid)
+                        continue;
+
+                WorkerExited e = {
+                        .hdr = { .type = WMSG_EXITED, .job_id = job_id },
+                        .pid = pid,
+                        .status = status,
+                        .utime_usec = (uint64_t) ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+                        .stime_usec = (uint64_t) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
+                        .nvcsw = ru.ru_nvcsw,
+                        .nivcsw = ru.ru_nivcsw,
+                        .maxrss_kb = ru.ru_maxrss,
+                        .minflt = ru.ru_minflt,
+                        .majflt = ru.ru_majflt,
+                        .realtime_usec = now_us(CLOCK_REALTIME),
+                };
+                if (orphan || send_msg(&e, sizeof e) < 0)
+                        write_exit_file(&e);
+
+                /*
+                 * The job is its main process: whatever it left behind goes with it, freeing the CPU. Done
+                 * after the report so rtd picks the next job meanwhile; its START is read only after this.
+                 */
+                if (job_cgroup[0] && cgroup_dir >= 0) {
+                        char kill_path[128];
+                        snprintf(kill_path, sizeof kill_path, "%s/cgroup.kill", job_cgroup);
+                        (void) write_str_at(cgroup_dir, kill_path, "1");
+                }
+                (void) kill(-pid, SIGKILL);
+                job_pid = 0;
+                job_id = 0;
+                if (orphan)
+                        _exit(0);
+        }
+}
+
+int main(int argc, char **argv) {
+        WorkerMsg ready = { .type = WMSG_READY };
+        struct pollfd p[2];
+        sigset_t chld;
+
+        (void) argc;
+        (void) argv;
+        if (fcntl(WORKER_FD_CGROUP_DIR, F_GETFD) >= 0)
+                cgroup_dir = WORKER_FD_CGROUP_DIR;
+
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &chld, NULL);
+        p[0] = (struct pollfd){ .fd = sock, .events = POLLIN };
+        p[1] = (struct pollfd){ .fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK), .events = POLLIN };
+        if (p[1].fd < 0)
+                return 1;
+
+        /*
+         * Page faults on the RT path would be latency; a failure here only costs that, so carry on.
+         * MCL_ONFAULT locks what the worker actually touches (a few hundred KiB) instead of all of libc:
+         * every job is a fork, and fork copies the page tables of whatever is mapped in.
+         */
+        if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
+                (void) mlockall(MCL_CURRENT | MCL_FUTURE);
+        if (send_msg(&ready, sizeof ready) < 0)
+                return 1;
+
+        for (;;) {
+                if (poll(p, orphan ? 1 + 1 : 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return 1;
+                }
+                if (p[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        while (read(p[1].fd, &si, sizeof si) == sizeof si)
+                                ;
+                        reap();
+                }
+                if (!orphan && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+                        ssize_t n = recv(sock, buf.raw, sizeof buf.raw, MSG_DONTWAIT | MSG_TRUNC);
+                        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                                continue;
+                        if (n <= 0) {
+                                /* The daemon died or let us go: finish the running job first, if any. */
+                                orphan = 1;
+                                p[0].fd = -1;
+                                if (job_pid <= 0)
+                                        return 0;
+                                continue;
+                        }
+                        if ((size_t) n > sizeof buf.raw || (size_t) n < sizeof(WorkerMsg))
+                                continue;
+                        if (buf.start.hdr.type == WMSG_START)
+                                start_job((size_t) n);
+                }
+        }
+}

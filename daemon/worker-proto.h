@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon <-> worker protocol: fixed-layout messages on a SOCK_SEQPACKET socketpair (one message per packet). */
+#pragma once
+
+#include <stdint.h>
+
+#include "shared/cpuset.h"
+
+/*
+ * The worker is started with the socket on fd 3, the job-output directory on fd 4 and, when jobs get
+ * cgroups, the directory their cgroups are made in on fd 5 (else fd 5 is closed).
+ */
+#define WORKER_FD_SOCKET 3
+#define WORKER_FD_OUTPUT_DIR 4
+#define WORKER_FD_CGROUP_DIR 5
+
+typedef enum WorkerMsgType {
+        WMSG_READY = 1,         /* worker → daemon: up, pinned, locked; nothing running */
+        WMSG_START,             /* daemon → worker: run this job (WorkerStart + strings) */
+        WMSG_STARTED,           /* worker → daemon: forked; pid */
+        WMSG_EXEC,              /* job child → daemon: about to execve (timestamp), sent on the worker's socket */
+        WMSG_EXEC_FAILED,       /* job child → daemon: setup or execve failed: stage + errno */
+        WMSG_EXITED,            /* worker → daemon: the job's main process was reaped (status + rusage) */
+        WMSG_BUSY,              /* worker → daemon: refused START because a job still runs */
+} WorkerMsgType;
+
+typedef struct WorkerMsg {
+        uint32_t type;
+        uint32_t pad;
+        uint64_t job_id;
+} WorkerMsg;
+
+#define WORKER_START_CGROUP 0x1         /* make and join cgroup job-<id> under the cgroup dir */
+
+typedef struct WorkerStart {
+        WorkerMsg hdr;
+        uint32_t flags;
+        int32_t policy;                 /* SCHED_FIFO, SCHED_RR or SCHED_OTHER */
+        int32_t priority;
+        uint32_t uid, gid;
+        uint32_t n_groups;
+        uint32_t n_argv, n_env;
+        uint32_t strings_size;
+        uint32_t pad;
+        CpuSet cpus;
+        char cgroup_name[64];           /* e.g. "rtd-1a2b…-job-42" */
+        char spare_stdout[32];          /* pre-made empty files in the output dir to rename, or "" */
+        char spare_stderr[32];
+        /* then: gid_t groups[n_groups]; then cwd\0 argv\0… env\0… (strings_size bytes) */
+} WorkerStart;
+
+typedef struct WorkerStarted {
+        WorkerMsg hdr;
+        int32_t pid;
+        uint32_t pad;
+        uint64_t boottime_usec;         /* CLOCK_BOOTTIME at fork: identifies the pid after a daemon restart */
+} WorkerStarted;
+
+typedef struct WorkerExec {
+        WorkerMsg hdr;
+        int32_t pid;
+        int32_t error;                  /* WMSG_EXEC_FAILED: errno */
+        uint64_t monotonic_usec;        /* just before execve */
+        char stage[32];                 /* WMSG_EXEC_FAILED: "setuid", "chdir", "execve"… */
+} WorkerExec;
+
+typedef struct WorkerExited {
+        WorkerMsg hdr;
+        int32_t pid;
+        int32_t status;                 /* wait status */
+        uint64_t utime_usec, stime_usec;
+        uint64_t nvcsw, nivcsw;
+        uint64_t maxrss_kb;
+        uint64_t minflt, majflt;
+        uint64_t realtime_usec;         /* when reaped */
+} WorkerExited;
+
+/* Written by an orphaned worker (rtd died) as <output dir>/<id>.exit so the next rtd learns the result. */
+#define WORKER_EXIT_FILE_FMT "%" PRIu64 ".exit"

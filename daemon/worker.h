@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* Worker processes (daemon side): spawning pinned SCHED_FIFO rtd-worker processes and talking to them. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "shared/cpuset.h"
+#include "worker-proto.h"
+
+typedef struct Worker Worker;
+
+typedef struct WorkerCallbacks {
+        void (*ready)(Worker *w, void *userdata);
+        void (*started)(Worker *w, uint64_t job_id, pid_t pid, uint64_t boottime_usec, void *userdata);
+        void (*exec)(Worker *w, uint64_t job_id, pid_t pid, uint64_t monotonic_usec, void *userdata);
+        void (*exec_failed)(Worker *w, uint64_t job_id, const char *stage, int error, void *userdata);
+        void (*exited)(Worker *w, const WorkerExited *e, void *userdata);
+        /* The worker process died (wait status); it is not restarted by this module. */
+        void (*died)(Worker *w, int status, void *userdata);
+} WorkerCallbacks;
+
+typedef struct WorkerConfig {
+        const char *path;       /* the rtd-worker binary */
+        unsigned priority;      /* SCHED_FIFO priority of the worker */
+        int output_dir_fd;
+        int cgroup_dir_fd;      /* -1: no job cgroups */
+} WorkerConfig;
+
+/* Fork+exec a worker pinned to cpu at SCHED_FIFO; it reports ready() once it runs there. */
+int worker_spawn(sd_event *e, unsigned cpu, const WorkerConfig *cfg, const WorkerCallbacks *cb, void *userdata,
+                 Worker **ret);
+/* Let the worker go: it exits at once if idle, or after its job (then writing the job's exit file). */
+Worker *worker_free(Worker *w);
+
+/* On shutdown: stop watching workers that were let go but still run (they exit on their own). */
+void worker_forget_detached(void);
+
+unsigned worker_cpu(const Worker *w);
+pid_t worker_pid(const Worker *w);
+bool worker_is_ready(const Worker *w);
+
+typedef struct WorkerJob {
+        uint64_t id;
+        int policy;             /* SCHED_* */
+        int priority;
+        uid_t uid;
+        gid_t gid;
+        const gid_t *groups;
+        size_t n_groups;
+        const CpuSet *cpus;
+        const char *cgroup_name;        /* NULL: no cgroup */
+        const char *spare_stdout;       /* NULL or a pre-made file in the output dir */
+        const char *spare_stderr;
+        const char *cwd;
+        char *const *argv;
+        char *const *env;
+} WorkerJob;
+
+int worker_send_job(Worker *w, const WorkerJob *j);
+
+/* Locate rtd-worker: $RTD_WORKER, next to the running rtd, or the libexec directory. */
+int worker_find_binary(char **ret);
