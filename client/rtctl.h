@@ -28,6 +28,7 @@ typedef struct CtlResponse {
 } CtlResponse;
 
 void ctl_response_done(CtlResponse *r);
+/* jansson >= 2.9 provides json_decrefp() for _cleanup_(json_decrefp). */
 
 /*
  * One request. body may be NULL. Returns 0 when a response came back (any status), or an rtctl exit

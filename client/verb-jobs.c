@@ -200,7 +200,8 @@ int verb_submit(Ctl *c, int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        json_t *spec = json_object(), *extra_env = json_object(), *job = NULL;
+        _cleanup_(json_decrefp) json_t *spec = json_object(), *extra_env = json_object();
+        json_t *job = NULL;
         bool send_env = true, wait = false, quiet = false;
         char cwd[PATH_MAX];
         CtlResponse r;
@@ -280,13 +281,11 @@ int verb_submit(Ctl *c, int argc, char **argv) {
                 for (char **e = environ; e && *e; e++)
                         (void) env_put(env, *e);
         json_object_update(env, extra_env);
-        json_decref(extra_env);
         json_object_set_new(spec, "env", env);
         if (!json_object_get(spec, "cwd") && getcwd(cwd, sizeof cwd))
                 json_object_set_new(spec, "cwd", json_string(cwd));
 
         k = ctl_request(c, "POST", "/v1/jobs", spec, &r);
-        json_decref(spec);
         if (k != 0)
                 return k;
         if (r.status != 201) {

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -191,7 +192,11 @@ static void test_backend_detect(void **state) {
         assert_int_equal(b, BACKEND_AFFINITY);
         free(reason);
         assert_int_equal(backend_detect(g->proc_fd, g->sys_fd, BACKEND_CGROUP, &b, &reason), -EOPNOTSUPP);
+        assert_non_null(strstr(reason, "Backend=cgroup"));
+        free(reason);
         assert_int_equal(backend_detect(g->proc_fd, g->sys_fd, BACKEND_SYSTEMD, &b, &reason), -EOPNOTSUPP);
+        assert_non_null(strstr(reason, "Backend=systemd"));
+        free(reason);
         assert_int_equal(backend_detect(f->proc_fd, f->sys_fd, BACKEND_CGROUP, &b, &reason), 0);
         assert_int_equal(b, BACKEND_CGROUP);
         free(reason);
