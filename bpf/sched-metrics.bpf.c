@@ -19,6 +19,7 @@ const volatile bool stamp_wakeups = false;
 
 /* Written by user space through the mmapped .bss: which CPUs are reserved. */
 __u8 reserved_cpus[RTD_MAX_CPUS];
+__u64 dbg[8];
 
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -208,6 +209,14 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 
         if (next_pid)
                 nt = task_get(btf, next, next_pid, false);
+        if (btf && next_pid && !nt) {
+                struct rtd_task *d = bpf_map_lookup_elem(&marks, &next_pid);
+                if (d && d->kind == RTD_TASK_JOB) {
+                        __sync_fetch_and_add(&dbg[3], 1);
+                        if (!next->bpf_storage) __sync_fetch_and_add(&dbg[4], 1);
+                        else __sync_fetch_and_add(&dbg[5], 1);
+                }
+        }
 
         /* Idle (pid 0, one per CPU) is never counted: it is always "running" and would inflate ivcsw. */
         if (prev_pid) {
@@ -221,6 +230,16 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                         c->switches_voluntary++;
                 if (prev_job)
                         j = bpf_map_lookup_elem(&jobs, &prev_job);
+                if (btf && !j) {
+                        struct rtd_task *d = bpf_map_lookup_elem(&marks, &prev_pid);
+                        if (d && d->kind == RTD_TASK_JOB) {
+                                __sync_fetch_and_add(&dbg[0], 1);
+                                if (!was_cur) __sync_fetch_and_add(&dbg[1], 1);
+                                else __sync_fetch_and_add(&dbg[2], 1);
+                                if (!prev->bpf_storage) __sync_fetch_and_add(&dbg[6], 1);
+                                else if (!bpf_task_storage_get(&task_store, prev, NULL, 0)) __sync_fetch_and_add(&dbg[7], 1);
+                        }
+                }
 
                 if (!stamp_wakeups && was_cur && c->cur_pcount) {
                         __u64 pcount = TREAD(btf, prev, sched_info.pcount);

@@ -163,7 +163,7 @@ static void print_tree(const char *key, json_t *v, int indent) {
                         if (json_array_size(v) == 0)
                                 printf("(none)");
                         json_array_foreach(v, i, child) {
-                                _cleanup_free_ char *s = json_dumps(child, JSON_ENCODE_ANY);
+                                _cleanup_free_ char *s = json_dumps(child, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
                                 printf("%s%s", i ? ", " : "", json_is_string(child) ? json_string_value(child)
                                                                                     : strempty(s));
                         }
@@ -181,7 +181,7 @@ static void print_tree(const char *key, json_t *v, int indent) {
         if (json_is_string(v))
                 printf("%*s%s: %s\n", indent, "", key, json_string_value(v));
         else {
-                _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY);
+                _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
                 printf("%*s%s: %s\n", indent, "", key, strempty(s));
         }
 }

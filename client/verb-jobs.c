@@ -418,7 +418,7 @@ static void print_value(const char *key, json_t *v, int indent) {
         if (json_is_string(v))
                 printf("%*s%s: %s\n", indent, "", key, json_string_value(v));
         else {
-                _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+                _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
                 printf("%*s%s: %s\n", indent, "", key, strempty(s));
         }
 }

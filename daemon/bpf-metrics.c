@@ -142,6 +142,14 @@ static int bpf_job_read(Collector *c, uint64_t job_id, bool forget, JobCounters 
                 return -errno;
         if (forget)
                 (void) bpf_map_delete_elem(fd, &job_id);
+        { struct bpf_prog_info pi = {}; __u32 len = sizeof pi;
+          struct bpf_program *pp = b->btf ? b->skel->progs.tp_sched_switch : b->skel->progs.raw_sched_switch;
+          if (bpf_prog_get_info_by_fd(bpf_program__fd(pp), &pi, &len) == 0)
+                fprintf(stderr, "DBG misses=%llu run_cnt=%llu\n", (unsigned long long) pi.recursion_misses, (unsigned long long) pi.run_cnt); }
+        fprintf(stderr, "DBG lost=%llu notcur=%llu curjob0=%llu | in-miss=%llu nostorage=%llu getnull=%llu | out nostorage=%llu getnull=%llu\n",
+                (unsigned long long) b->skel->bss->dbg[0], (unsigned long long) b->skel->bss->dbg[1], (unsigned long long) b->skel->bss->dbg[2],
+                (unsigned long long) b->skel->bss->dbg[3], (unsigned long long) b->skel->bss->dbg[4], (unsigned long long) b->skel->bss->dbg[5],
+                (unsigned long long) b->skel->bss->dbg[6], (unsigned long long) b->skel->bss->dbg[7]);
         *ret = (JobCounters) {
                 .switches_voluntary = v.switches_voluntary,
                 .switches_involuntary = v.switches_involuntary,

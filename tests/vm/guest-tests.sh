@@ -204,17 +204,18 @@ check_kernel_enforces() {
 
 status_json() { rtctl status --json 2>/dev/null; }
 # check_workers LABEL RESERVED: one worker per reserved CPU comes up (idle) within a generous minute.
+all_idle() { [ -n "$1" ] && ! tr ' ' '\n' <<<"$1" | grep -qvE '^[0-9]+:idle$'; }   # "4:idle 5:idle"
 check_workers() {
         local i w=""
         for i in $(seq 30); do
                 w=$(status_json | jq -r '[.jobs.workers[]? | "\(.cpu):\(.state)"] | join(" ")' 2>/dev/null)
-                [ -n "$w" ] && ! grep -qvE '^[0-9]+:idle$' <<<"${w// /$'\n'}" && break
+                all_idle "$w" && break
                 sleep 2
         done
-        local cpus
+        local cpus rs=$2
         cpus=$(tr ' ' '\n' <<<"$w" | sed -n 's/:idle$//p' | paste -sd, -)
         check "$1: a worker is up on every reserved CPU" "${w:-no workers in status}" \
-                '[ -n "$cpus" ] && same "$cpus" "$2" && ! grep -qvE "^[0-9]+:idle$" <<<"${w// /$'\n'}"'
+                'all_idle "$w" && same "$cpus" "$rs"'
 }
 
 # ------------------------------------------------------------------------------------------------
