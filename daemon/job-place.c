@@ -40,6 +40,15 @@ static bool core_free(JobManager *jm, const CpuSet *avail, unsigned cpu) {
         return true;
 }
 
+static bool sibling_picked(JobManager *jm, const CpuSet *picked, unsigned cpu) {
+        const TopologyCpu *c = jm->manager->topology ? topology_cpu(jm->manager->topology, cpu) : NULL;
+        return c && cpuset_intersects(&c->siblings, picked);
+}
+
+/*
+ * k CPUs of domain: first one thread of each wholly free core (so a 2-core job gets two physical cores,
+ * not the two threads of one), then, only if that is not enough, whatever is left.
+ */
 static bool pick_in(JobManager *jm, const CpuSet *avail, const CpuSet *domain, unsigned k, CpuSet *ret) {
         CpuSet in;
         unsigned n = 0;
@@ -52,7 +61,9 @@ static bool pick_in(JobManager *jm, const CpuSet *avail, const CpuSet *domain, u
                 CPUSET_FOREACH(cpu, &in) {
                         if (n >= k)
                                 break;
-                        if (cpuset_isset(ret, cpu) || core_free(jm, avail, cpu) != (pass == 0))
+                        if (cpuset_isset(ret, cpu))
+                                continue;
+                        if (pass == 0 && (!core_free(jm, avail, cpu) || sibling_picked(jm, ret, cpu)))
                                 continue;
                         cpuset_set(ret, cpu);
                         n++;
