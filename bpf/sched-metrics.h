@@ -25,7 +25,15 @@ struct rtd_task {
         __u64 job_id;                   /* RTD_TASK_JOB only */
         __u64 wake_ns;                  /* stamp_wakeups only: when it became runnable, 0 = not waiting */
         __u32 kind;
+        __u32 seen;                     /* jobs: the last_* figures below are valid (zeros = since creation) */
+        __u32 synced;                   /* tp_btf: copied into the tid-keyed `marks` backstop */
         __u32 pad;
+        /* jobs: the kernel's own per-task counters at the last switch-out the program saw */
+        __u64 last_pcount;              /* sched_info.pcount */
+        __u64 last_run_delay;           /* sched_info.run_delay */
+        __u64 last_runtime;             /* se.sum_exec_runtime */
+        __u64 last_nvcsw;
+        __u64 last_nivcsw;
 };
 
 /* Per-CPU counters (one ARRAY slot per possible CPU). Counters only grow; state fields at the end. */

@@ -3,6 +3,7 @@
  * properties over sd-bus. The reserved CPUs live in a different subtree: rtd.slice, where rtd.service and
  * its delegated worker and job cgroups run (rtd itself pins to the housekeeping CPUs). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "backend.h"
+#include "shared/fileio.h"
 #include "shared/log.h"
 
 
@@ -200,6 +202,21 @@ int systemd_unit_restore(const char *unit, const char *original) {
         r = bus_open(&bus);
         if (r < 0)
                 return r;
+        if (cpuset_is_empty(&set)) {
+                /* systemd writes no cpuset.cpus at all for an empty AllowedCPUs=, so the kernel would keep
+                 * the housekeeping CPUs. Widen to every online CPU first (systemd writes cpuset.cpus), then
+                 * set the property back to empty as found: unset in systemctl show, unconfined in the
+                 * kernel. */
+                _cleanup_free_ char *online = NULL;
+                CpuSet all = {};
+
+                if (read_one_line_at(AT_FDCWD, "/sys/devices/system/cpu/online", &online) >= 0 &&
+                    cpuset_parse(online, &all, NULL) >= 0 && !cpuset_is_empty(&all)) {
+                        r = unit_set_allowed(bus, unit, &all);
+                        if (r < 0)
+                                return r;
+                }
+        }
         /* An empty set writes "AllowedCPUs=", which is what an unset property was. */
         return unit_set_allowed(bus, unit, &set);
 }

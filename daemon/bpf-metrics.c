@@ -101,6 +101,10 @@ static int bpf_track_task(Collector *c, pid_t pid, uint64_t job_id, uint64_t cgr
 
         /* Jobs are keyed by their process tree (fork inherits the mark); cgroup_id is informational. */
         (void) cgroup_id;
+        /* A job's process was forked for it: its figures count from its creation, as /proc/PID/status
+         * does, however late this mark lands (after exec, on a busy housekeeping CPU). The programs add
+         * the deltas of the kernel's per-task counters from these zeros at each switch-out they see. */
+        v.seen = job_id != 0;
         if (job_id) {
                 struct rtd_job zero = { .tasks = 1 };
                 int jfd = bpf_map__fd(b->skel->maps.jobs);
@@ -121,11 +125,10 @@ static int bpf_track_task(Collector *c, pid_t pid, uint64_t job_id, uint64_t cgr
                 _cleanup_close_ int fd = pidfd_open_(pid);
                 if (fd < 0)
                         return -errno;
+                /* Not into the tid-keyed `marks` backstop: inside a PID namespace `pid` is not the kernel's
+                 * tid and could name another task. The programs copy the mark there when they first see
+                 * the task (rtd_task.synced). */
                 r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.task_store), &fd, &v, BPF_ANY);
-                if (r >= 0) {
-                        uint32_t key = pid;
-                        r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.marks), &key, &v, BPF_ANY);
-                }
         } else {
                 uint32_t key = pid;
                 r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.task_hash), &key, &v, BPF_ANY);
@@ -142,14 +145,6 @@ static int bpf_job_read(Collector *c, uint64_t job_id, bool forget, JobCounters 
                 return -errno;
         if (forget)
                 (void) bpf_map_delete_elem(fd, &job_id);
-        { struct bpf_prog_info pi = {}; __u32 len = sizeof pi;
-          struct bpf_program *pp = b->btf ? b->skel->progs.tp_sched_switch : b->skel->progs.raw_sched_switch;
-          if (bpf_prog_get_info_by_fd(bpf_program__fd(pp), &pi, &len) == 0)
-                fprintf(stderr, "DBG misses=%llu run_cnt=%llu\n", (unsigned long long) pi.recursion_misses, (unsigned long long) pi.run_cnt); }
-        fprintf(stderr, "DBG lost=%llu notcur=%llu curjob0=%llu | in-miss=%llu nostorage=%llu getnull=%llu | out nostorage=%llu getnull=%llu\n",
-                (unsigned long long) b->skel->bss->dbg[0], (unsigned long long) b->skel->bss->dbg[1], (unsigned long long) b->skel->bss->dbg[2],
-                (unsigned long long) b->skel->bss->dbg[3], (unsigned long long) b->skel->bss->dbg[4], (unsigned long long) b->skel->bss->dbg[5],
-                (unsigned long long) b->skel->bss->dbg[6], (unsigned long long) b->skel->bss->dbg[7]);
         *ret = (JobCounters) {
                 .switches_voluntary = v.switches_voluntary,
                 .switches_involuntary = v.switches_involuntary,

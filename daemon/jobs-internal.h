@@ -83,6 +83,9 @@ struct JobManager {
         Store *store;
         int output_fd;
         JobCgroups cgroups;
+        int own_cgroup_fd;              /* job cgroups' home without a reserved cgroup (rtd's own), or -1 */
+        char *own_cgroup_path;
+        int reserved_cgroup_fd;         /* the cgroup backend's reserved cgroup: workers and jobs live there */
         bool cgroups_dirty;
         char *worker_path;
         WorkerCallbacks worker_cb;

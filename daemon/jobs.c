@@ -26,6 +26,7 @@
 #include "jobs-internal.h"
 #include "manager.h"
 #include "metrics.h"
+#include "reserve.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/messages.h"
@@ -802,6 +803,7 @@ static void slot_spawn(JobManager *jm, unsigned cpu) {
                 .priority = jm->manager->config->worker_priority,
                 .output_dir_fd = jm->output_fd,
                 .cgroup_dir_fd = jm->cgroups.dir_fd,
+                .spawn_cgroup_fd = jm->reserved_cgroup_fd,
         };
         int r;
 
@@ -864,10 +866,53 @@ static void on_worker_died(Worker *w, int status, void *userdata) {
 
 /* ---- reservation changes ---- */
 
+/*
+ * With the cgroup backend the reserved CPUs belong to the reservation's cgroup (an isolated partition takes
+ * them away from rtd's own cgroup): workers join it before pinning and job cgroups are made below it. With
+ * the other backends (reservation_cgroup() NULL) everything stays in rtd's own cgroup.
+ */
+static void follow_reserved_cgroup(JobManager *jm) {
+        Manager *m = jm->manager;
+        const char *rc = m->reservation ? reservation_cgroup(m->reservation) : NULL;
+        _cleanup_free_ char *rel = NULL;
+        int fd = -EBADF;
+
+        while (rc && *rc == '/')
+                rc++;
+        if (rc && *rc) {
+                if (asprintf(&rel, "fs/cgroup/%s", rc) < 0)
+                        rel = NULL;
+                fd = rel ? openat(m->sys_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
+                if (fd < 0)
+                        log_warning_errno(errno, "Could not open the reserved cgroup /sys/%s, workers stay in "
+                                          "rtd's cgroup: %m", strempty(rel));
+        }
+        jm->reserved_cgroup_fd = safe_close(jm->reserved_cgroup_fd);
+        jm->reserved_cgroup_fd = fd;
+
+        if (jm->own_cgroup_fd < 0)
+                return;         /* job cgroups are not usable at all */
+        _cleanup_free_ char *path = NULL;
+        if (fd >= 0 ? asprintf(&path, "/sys/%s", rel) < 0 : !(path = strdup(strempty(jm->own_cgroup_path))))
+                return;
+        if (streq_ptr(path, jm->cgroups.path))
+                return;
+        job_sweep_cgroups(jm);  /* leftovers in the old home */
+        int nfd = fcntl(fd >= 0 ? fd : jm->own_cgroup_fd, F_DUPFD_CLOEXEC, 3);
+        if (nfd < 0)
+                return;
+        safe_close(jm->cgroups.dir_fd);
+        jm->cgroups.dir_fd = nfd;
+        free(jm->cgroups.path);
+        jm->cgroups.path = TAKE_PTR(path);
+        log_info("Jobs get their own cgroups under %s", jm->cgroups.path);
+}
+
 int job_manager_set_cpus(JobManager *jm, const CpuSet *reserved) {
         CpuSet old = jm->reserved;
 
         jm->reserved = *reserved;
+        follow_reserved_cgroup(jm);
         CPUSET_FOREACH(cpu, &old)
                 if (!cpuset_isset(reserved, cpu)) {
                         /* A busy worker stays until its job ends (job_release_cpus lets it go then). */
@@ -955,6 +1000,8 @@ int job_manager_new(Manager *m, JobManager **ret) {
         jm->manager = m;
         jm->output_fd = -EBADF;
         jm->cgroups.dir_fd = -EBADF;
+        jm->own_cgroup_fd = -EBADF;
+        jm->reserved_cgroup_fd = -EBADF;
         jm->worker_cb = (WorkerCallbacks){
                 .ready = on_worker_ready,
                 .started = on_worker_started,
@@ -992,6 +1039,10 @@ int job_manager_new(Manager *m, JobManager **ret) {
                 log_info("Job cgroups: %s", jm->cgroups.reason);
         else
                 log_info("Jobs get their own cgroups under %s", jm->cgroups.path);
+        if (jm->cgroups.dir_fd >= 0) {
+                jm->own_cgroup_fd = fcntl(jm->cgroups.dir_fd, F_DUPFD_CLOEXEC, 3);
+                jm->own_cgroup_path = strdup(strempty(jm->cgroups.path));
+        }
 
         remove_old_spares(jm);
         r = sd_event_add_defer(m->event, &jm->spare_src, on_spare, jm);
@@ -1051,6 +1102,9 @@ JobManager *job_manager_free(JobManager *jm) {
         sd_event_source_disable_unref(jm->sweep_src);
         store_free(jm->store);
         job_cgroups_done(&jm->cgroups);
+        safe_close(jm->own_cgroup_fd);
+        free(jm->own_cgroup_path);
+        safe_close(jm->reserved_cgroup_fd);
         safe_close(jm->output_fd);
         free(jm->worker_path);
         free(jm->slots);

@@ -86,6 +86,7 @@ typedef struct ReplayReport {
         unsigned skipped;       /* tasks that are gone or were changed by someone else since */
         unsigned failed;
         json_t *problems;       /* array of {"what","error"} (failures only) */
+        json_t *notes;          /* array of {"what","done"}: restored another way than a plain write */
 } ReplayReport;
 void replay_report_done(ReplayReport *r);
 json_t *replay_report_to_json(const ReplayReport *r);

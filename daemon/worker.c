@@ -173,6 +173,14 @@ static _Noreturn void spawn_child(int sock, unsigned cpu, const WorkerConfig *cf
         sigset_t none;
         int s, o, c = -1;
 
+        /* Join the reserved cgroup first: outside it the reserved CPUs are not in our cpuset (an isolated
+         * partition takes them from every other cgroup) and sched_setaffinity below would fail. */
+        if (cfg->spawn_cgroup_fd >= 0) {
+                int p = openat(cfg->spawn_cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                if (p < 0 || write(p, "0", 1) != 1)
+                        _exit(124);
+                close(p);
+        }
         /* Move sources above the targets first so dup2 cannot clobber one with another. */
         s = fcntl(sock, F_DUPFD_CLOEXEC, 10);
         o = fcntl(cfg->output_dir_fd, F_DUPFD_CLOEXEC, 10);

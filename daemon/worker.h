@@ -27,6 +27,8 @@ typedef struct WorkerConfig {
         unsigned priority;      /* SCHED_FIFO priority of the worker */
         int output_dir_fd;
         int cgroup_dir_fd;      /* -1: no job cgroups */
+        int spawn_cgroup_fd;    /* the worker joins this cgroup before pinning (the cgroup backend's reserved
+                                 * cgroup, whose partition owns the reserved CPUs); -1: stay in rtd's */
 } WorkerConfig;
 
 /* Fork+exec a worker pinned to cpu at SCHED_FIFO; it reports ready() once it runs there. */

@@ -233,6 +233,26 @@ static void test_replay_reverse_and_report(void **state) {
         knob_fixture_free(f);
 }
 
+static void test_replay_empty_cpuset(void **state) {
+        KnobFixture *f = knob_fixture_new("irq-basic");
+        ReplayReport rep;
+        JournalEntry *e;
+
+        /* An empty original cpuset.cpus (inherit the parent's CPUs) must really be written back: a
+         * zero-length write would leave the housekeeping CPUs in place. */
+        assert_int_equal(mkdir_p_at(f->sys_fd, "fs/cgroup/system.slice", 0755), 0);
+        safe_close(openat(f->sys_fd, "fs/cgroup/system.slice/cpuset.cpus", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+        fx_write(f->sys_fd, "fs/cgroup/system.slice/cpuset.cpus", "0-3\n");
+        assert_int_equal(journal_add(f->journal, JOURNAL_KNOB, KNOB_SYS, "fs/cgroup/system.slice/cpuset.cpus", "",
+                                     &e, NULL), 0);
+        assert_int_equal(journal_replay(f->journal, f->proc_fd, f->sys_fd, &rep), 0);
+        assert_int_equal(rep.restored, 1);
+        assert_string_equal(fx_read(f->sys_fd, "fs/cgroup/system.slice/cpuset.cpus"), "");
+        assert_null(rep.notes);
+        replay_report_done(&rep);
+        knob_fixture_free(f);
+}
+
 static void test_task_stat(void **state) {
         pid_t ppid;
         unsigned flags;
@@ -279,6 +299,7 @@ int main(void) {
                 cmocka_unit_test(test_flush_load_remove),
                 cmocka_unit_test(test_knob_set_durable_first),
                 cmocka_unit_test(test_replay_reverse_and_report),
+                cmocka_unit_test(test_replay_empty_cpuset),
                 cmocka_unit_test(test_task_stat),
                 cmocka_unit_test(test_restore_task_not_same),
         };
