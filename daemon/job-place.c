@@ -47,9 +47,10 @@ static bool sibling_picked(JobManager *jm, const CpuSet *picked, unsigned cpu) {
 
 /*
  * k CPUs of domain: first one thread of each wholly free core (so a 2-core job gets two physical cores,
- * not the two threads of one), then, only if that is not enough, whatever is left.
+ * not the two threads of one), then, unless whole_cores_only, whatever is left.
  */
-static bool pick_in(JobManager *jm, const CpuSet *avail, const CpuSet *domain, unsigned k, CpuSet *ret) {
+static bool pick_in(JobManager *jm, const CpuSet *avail, const CpuSet *domain, unsigned k, bool whole_cores_only,
+                    CpuSet *ret) {
         CpuSet in;
         unsigned n = 0;
 
@@ -57,7 +58,7 @@ static bool pick_in(JobManager *jm, const CpuSet *avail, const CpuSet *domain, u
         if (cpuset_count(&in) < k)
                 return false;
         cpuset_zero(ret);
-        for (int pass = 0; pass < 2 && n < k; pass++)
+        for (int pass = 0; pass < (whole_cores_only ? 1 : 2) && n < k; pass++)
                 CPUSET_FOREACH(cpu, &in) {
                         if (n >= k)
                                 break;
@@ -71,14 +72,41 @@ static bool pick_in(JobManager *jm, const CpuSet *avail, const CpuSet *domain, u
         return n == k;
 }
 
+/* The smallest LLC domain, else NUMA node, where k CPUs can be picked; false if none. */
+static bool pick_smallest_domain(JobManager *jm, const CpuSet *avail, unsigned k, bool whole_cores_only,
+                                 CpuSet *ret) {
+        const Topology *t = jm->manager->topology;
+
+        for (int level = 0; t && level < 2; level++) {
+                size_t n = level == 0 ? t->n_llcs : t->n_node_slots;
+                const CpuSet *doms = level == 0 ? t->llcs : t->nodes;
+                unsigned best_size = UINT32_MAX;
+                CpuSet pick;
+
+                for (size_t i = 0; i < n; i++) {
+                        CpuSet in;
+                        cpuset_and(&in, avail, &doms[i]);
+                        unsigned size = cpuset_count(&in);
+                        if (size < k || size >= best_size)
+                                continue;
+                        if (pick_in(jm, avail, &doms[i], k, whole_cores_only, &pick)) {
+                                *ret = pick;
+                                best_size = size;
+                        }
+                }
+                if (best_size != UINT32_MAX)
+                        return true;
+        }
+        return pick_in(jm, avail, avail, k, whole_cores_only, ret);
+}
+
 /*
- * Where a job would run now: an explicit list as given, else k CPUs from the smallest LLC domain that
- * fits (then the smallest NUMA node, then anywhere), whole free cores first. -EAGAIN: not now.
+ * Where a job would run now: an explicit list as given, else k CPUs on k whole free cores in the smallest
+ * LLC domain (then NUMA node, then anywhere) that has them; only when no domain has enough whole cores, the
+ * smallest domain that fits at all. -EAGAIN: not now.
  */
 int job_place(JobManager *jm, const JobSpec *spec, CpuSet *ret) {
-        const Topology *t = jm->manager->topology;
-        CpuSet avail, best = {}, pick;
-        unsigned best_size = UINT32_MAX;
+        CpuSet avail;
 
         free_cpus(jm, &avail);
         if (spec->has_cpus) {
@@ -89,28 +117,10 @@ int job_place(JobManager *jm, const JobSpec *spec, CpuSet *ret) {
         }
         if (cpuset_count(&avail) < spec->cores)
                 return -EAGAIN;
-        for (int level = 0; t && level < 2; level++) {
-                size_t n = level == 0 ? t->n_llcs : t->n_node_slots;
-                const CpuSet *doms = level == 0 ? t->llcs : t->nodes;
-                for (size_t i = 0; i < n; i++) {
-                        CpuSet in;
-                        cpuset_and(&in, &avail, &doms[i]);
-                        unsigned size = cpuset_count(&in);
-                        if (size < spec->cores || size >= best_size)
-                                continue;
-                        if (pick_in(jm, &avail, &doms[i], spec->cores, &pick)) {
-                                best = pick;
-                                best_size = size;
-                        }
-                }
-                if (best_size != UINT32_MAX) {
-                        *ret = best;
-                        return 0;
-                }
-        }
-        if (!pick_in(jm, &avail, &avail, spec->cores, ret))
-                return -EAGAIN;
-        return 0;
+        if (pick_smallest_domain(jm, &avail, spec->cores, true, ret) ||
+            pick_smallest_domain(jm, &avail, spec->cores, false, ret))
+                return 0;
+        return -EAGAIN;
 }
 
 /* ---- queue policy ---- */

@@ -107,8 +107,9 @@ static void test_smt_exclusive(void **state) {
         assert_place(t, "{\"argv\":[\"x\"]}", "2");
         assert_place(t, "{\"argv\":[\"x\"],\"cpus\":\"9\"}", "none");
         assert_place(t, "{\"argv\":[\"x\"],\"cpus\":\"10\"}", "10");
-        /* 4 CPUs: LLC 0 has exactly 2,3,10,11 left (smallest fit), all on free cores. */
-        assert_place(t, "{\"argv\":[\"x\"],\"cores\":4}", "2-3,10-11");
+        /* 4 CPUs: LLC 0 has 2,3,10,11 left, but those are only 2 physical cores; LLC 1 has 4 whole free
+         * cores, and whole cores come first. */
+        assert_place(t, "{\"argv\":[\"x\"],\"cores\":4}", "4-7");
         /* 7 CPUs fit only in LLC 1 (socket 1). */
         assert_place(t, "{\"argv\":[\"x\"],\"cores\":7}", "4-7,12-14");
         /* 12 free CPUs but 13 wanted: wait. */
@@ -122,9 +123,9 @@ static void test_smt_shared_prefers_whole_cores(void **state) {
         hold(t, 1);
         hold(t, 2);
         hold(t, 3);
-        /* LLC 0 has 9,10,11 left, each beside a busy CPU; LLC 1 is bigger but a fit exists in LLC 0. */
+        /* LLC 0 has 9,10,11 left, each beside a busy CPU: a whole free core in LLC 1 comes first. */
         assert_place(t, "{\"argv\":[\"x\"],\"cpus\":\"9\"}", "9");
-        assert_place(t, "{\"argv\":[\"x\"]}", "9");
+        assert_place(t, "{\"argv\":[\"x\"]}", "4");
         /* Within LLC 1 (all free) a 2-CPU job takes CPUs of whole free cores. */
         hold(t, 9);
         hold(t, 10);
