@@ -366,6 +366,9 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         /* Stop taking requests, then jobs, then give the CPUs back, then metrics. */
         m->metrics_http = http_free(m->metrics_http);
+        /* A socket we bound ourselves goes with us; systemd owns an activated one. */
+        if (m->control && !m->socket_activated)
+                (void) unlink(m->config->socket_path);
         m->control = http_free(m->control);
         m->jobs = job_manager_free(m->jobs);
         if (m->reservation) {

@@ -68,7 +68,9 @@ static int cmd_sleeper(Metrics *x, int n) {
         if (pid < 0)
                 die("fork");
         if (pid == 0) {
-                struct timespec ts = { 0, 200 * 1000 };
+                /* 1 ms: long enough that every sleep really blocks (a very short one can expire before
+                 * the task schedules out, and the kernel then counts no switch). */
+                struct timespec ts = { 0, 1000 * 1000 };
                 if (read(go[0], &c, 1) != 1)
                         _exit(1);
                 for (int i = 0; i < n; i++)

@@ -225,6 +225,7 @@ def notify_ready_status_and_watchdog():
         assert any("READY=1" in m for m in seen), seen
         rc = rtd.stop()
         assert rc == 0, f"rtd exited {rc}: {rtd.read_log()}"
+        assert not os.path.exists(rtd.socket), "a clean stop must remove the socket rtd bound"
     finally:
         s.close()
         rtd.cleanup()
