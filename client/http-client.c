@@ -200,12 +200,16 @@ int ctl_fail(Ctl *c, CtlResponse *r) {
         return RTCTL_EXIT_REFUSED;
 }
 
+void ctl_dump_json(json_t *j) {
+        json_dumpf(j, stdout, JSON_INDENT(2));
+        putchar('\n');
+}
+
 int ctl_print_json(CtlResponse *r) {
         if (r->json)
-                json_dumpf(r->json, stdout, JSON_INDENT(2));
+                ctl_dump_json(r->json);
         else if (r->body)
-                fputs(r->body, stdout);
-        putchar('\n');
+                printf("%s\n", r->body);
         return RTCTL_EXIT_OK;
 }
 

@@ -214,8 +214,7 @@ int verb_status(Ctl *c, int argc, char **argv) {
         if (r != 0)
                 return r;
         if (c->json) {
-                json_dumpf(j, stdout, JSON_INDENT(2));
-                putchar('\n');
+                ctl_dump_json(j);
                 json_decref(j);
                 return 0;
         }
@@ -252,8 +251,7 @@ int verb_topology(Ctl *c, int argc, char **argv) {
         if (r != 0)
                 return r;
         if (c->json) {
-                json_dumpf(j, stdout, JSON_INDENT(2));
-                putchar('\n');
+                ctl_dump_json(j);
         } else {
                 json_t *cpus = json_object_get(j, "cpus"), *cpu;
                 size_t i;

@@ -44,6 +44,8 @@ int ctl_stream(Ctl *c, const char *path, CtlChunk on_chunk, void *userdata, CtlR
 
 /* For a non-2xx response: print "rtctl: <title>: <detail>" and return RTCTL_EXIT_REFUSED. */
 int ctl_fail(Ctl *c, CtlResponse *r);
+/* Print a JSON value indented, with a final newline (the --json output). */
+void ctl_dump_json(json_t *j);
 /* --json: print the JSON body and return 0. */
 int ctl_print_json(CtlResponse *r);
 /* GET path; on 2xx stores the JSON in *ret (caller frees) and returns 0, else returns an exit code. */

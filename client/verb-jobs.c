@@ -309,8 +309,7 @@ int verb_submit(Ctl *c, int argc, char **argv) {
         if (k != 0)
                 return k;
         if (c->json) {
-                json_dumpf(job, stdout, JSON_INDENT(2));
-                putchar('\n');
+                ctl_dump_json(job);
         } else if (!quiet) {
                 print_output(c, id, "stdout", stdout);
                 print_output(c, id, "stderr", stderr);
@@ -499,8 +498,7 @@ int verb_wait(Ctl *c, int argc, char **argv) {
         if (r != 0)
                 return r;
         if (c->json) {
-                json_dumpf(job, stdout, JSON_INDENT(2));
-                putchar('\n');
+                ctl_dump_json(job);
         } else
                 printf("job %" PRIu64 ": %s%s%s\n", id, jstr(job, "state", "?"),
                        json_is_string(json_object_get(job, "reason")) ? ": " : "", jstr(job, "reason", ""));

@@ -92,8 +92,7 @@ int verb_metrics(Ctl *c, int argc, char **argv) {
         if (r != 0)
                 return r;
         if (c->json) {
-                json_dumpf(j, stdout, JSON_INDENT(2));
-                putchar('\n');
+                ctl_dump_json(j);
                 json_decref(j);
                 return 0;
         }

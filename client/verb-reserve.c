@@ -242,8 +242,7 @@ int verb_plan(Ctl *c, int argc, char **argv) {
         if (r != 0)
                 return r;
         if (c->json) {
-                json_dumpf(p, stdout, JSON_INDENT(2));
-                putchar('\n');
+                ctl_dump_json(p);
         } else
                 print_plan(p);
         json_decref(p);
