@@ -49,10 +49,10 @@ struct rtd_cpu {
         __u64 softirq_count[RTD_NR_SOFTIRQS];
         __u64 softirq_ns[RTD_NR_SOFTIRQS];
         __u64 intrusions;               /* times a non-rtd task was switched in on this (reserved) CPU */
-        __u64 intrusion_ns;             /* on-CPU time of those tasks, accounted when they leave */
+        __u64 intrusion_ns;             /* CPU time (sum_exec_runtime) of those tasks, added when they leave */
         /* state of the current task */
         __u64 cur_start_ns;             /* intruders only: bpf_ktime_get_ns() (CLOCK_MONOTONIC) at switch-in */
-        __u64 cur_start_runtime;        /* jobs only: its se.sum_exec_runtime at switch-in */
+        __u64 cur_start_runtime;        /* its se.sum_exec_runtime at switch-in (jobs and intruders) */
         __u64 cur_pcount;               /* its sched_info.pcount and run_delay at switch-in */
         __u64 cur_run_delay;
         __u64 cur_job_id;               /* job of the current task, 0 if none */

@@ -5,11 +5,14 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,7 +30,14 @@ typedef struct BpfCollector {
         bool btf;                       /* tp_btf programs + task storage; else raw_tp + task_hash */
         int stats_fd;                   /* BPF_ENABLE_STATS: run-time stats stay on while it is open */
         unsigned n_possible;            /* libbpf's view: per-CPU map values have this many slots */
+        bool same_pids;                 /* rtd's /proc names tasks by the pids BPF sees */
+        uint64_t *cpu_floor;            /* per CPU: the intrusion time last reported */
+        IntruderCounters *floors;       /* intruders whose reported time ran ahead of the map's */
+        size_t n_floors;
 } BpfCollector;
+
+/* Floors kept at most; an older one dropped lets that intruder's figure step back once. */
+#define MAX_FLOORS 64
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
         char buf[512];
@@ -178,6 +188,81 @@ static uint64_t to_monotonic(const struct rtd_cpu *v, uint64_t ns) {
         return ns;
 }
 
+/* NS_GET_PARENT fails with EPERM only in the initial PID namespace, the one BPF's pids come from. */
+static bool in_initial_pid_namespace(void) {
+        _cleanup_close_ int fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int parent = -EBADF;
+
+        if (fd < 0)
+                return false;
+        parent = ioctl(fd, NS_GET_PARENT);
+        return parent < 0 && errno == EPERM;
+}
+
+/*
+ * How long the intruder still on a CPU has run since it was switched in. The program adds its own CPU
+ * time (sum_exec_runtime) when it leaves; /proc/PID/schedstat gives the same clock now. In a private PID
+ * namespace that pid means another task, so wall time stands in: it also counts IRQs and stolen time,
+ * and the floors below keep the reported sums from stepping back when the exact figure lands.
+ */
+static uint64_t running_intruder_ns(BpfCollector *b, const struct rtd_cpu *v, uint64_t now) {
+        uint64_t start = to_monotonic(v, v->cur_start_ns), wall, ran;
+        _cleanup_free_ char *line = NULL;
+        char path[64];
+
+        if (!v->cur_intruder || !v->cur_start_ns || now <= start)
+                return 0;
+        wall = now - start;
+        if (!b->same_pids)
+                return wall;
+        (void) snprintf(path, sizeof path, "%u/schedstat", v->cur_pid);
+        if (read_one_line_at(b->base.proc_fd, path, &line) < 0 || sscanf(line, "%" SCNu64, &ran) != 1 ||
+            ran < v->cur_start_runtime)
+                return wall;
+        return MIN(ran - v->cur_start_runtime, wall);
+}
+
+static uint64_t *floor_of(BpfCollector *b, unsigned cpu, pid_t pid) {
+        for (size_t i = 0; i < b->n_floors; i++)
+                if (b->floors[i].cpu == cpu && b->floors[i].pid == pid)
+                        return &b->floors[i].ns;
+        return NULL;
+}
+
+/* Report at least what was reported before; forget the floor once the map has caught up. */
+static void apply_floor(BpfCollector *b, IntruderCounters *x) {
+        uint64_t *f = floor_of(b, x->cpu, x->pid);
+
+        if (!f)
+                return;
+        if (x->ns < *f)
+                x->ns = *f;
+        else
+                *f = 0;         /* pruned by remember_floors() */
+}
+
+static void remember_floors(BpfCollector *b, const Sample *s, const size_t *aged, size_t n_aged) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < b->n_floors; i++)
+                if (b->floors[i].ns)
+                        b->floors[k++] = b->floors[i];
+        b->n_floors = k;
+        for (size_t i = 0; i < n_aged; i++) {
+                const IntruderCounters *x = &s->intruders[aged[i]];
+                uint64_t *f = floor_of(b, x->cpu, x->pid);
+
+                if (f)
+                        *f = x->ns;
+                else if (b->n_floors < MAX_FLOORS)
+                        b->floors[b->n_floors++] = *x;
+                else {
+                        memmove(b->floors, b->floors + 1, (MAX_FLOORS - 1) * sizeof *b->floors);
+                        b->floors[MAX_FLOORS - 1] = *x;
+                }
+        }
+}
+
 static int read_cpus(BpfCollector *b, Sample *s, uint64_t now) {
         int fd = bpf_map__fd(b->skel->maps.cpus);
 
@@ -206,9 +291,12 @@ static int read_cpus(BpfCollector *b, Sample *s, uint64_t now) {
                 o->intrusion_ns = v.intrusion_ns;
                 o->current_job = v.cur_job_id;
                 /* An intruder that has not left yet (a hog alone on the CPU never does): count its time
-                 * so far. The program adds the whole run when it leaves, so the sum never goes back. */
-                if (v.cur_intruder && v.cur_start_ns && now > to_monotonic(&v, v.cur_start_ns))
-                        o->intrusion_ns += now - to_monotonic(&v, v.cur_start_ns);
+                 * so far. The program adds the whole run when it leaves. */
+                o->intrusion_ns += running_intruder_ns(b, &v, now);
+                if (i < b->n_possible) {
+                        o->intrusion_ns = MAX(o->intrusion_ns, b->cpu_floor[i]);
+                        b->cpu_floor[i] = o->intrusion_ns;
+                }
         }
         return 0;
 }
@@ -260,7 +348,12 @@ static int add_intruder(Sample *s, const IntruderCounters *x) {
 static int read_intruders(BpfCollector *b, Sample *s, uint64_t now) {
         int fd = bpf_map__fd(b->skel->maps.intruders), cfd = bpf_map__fd(b->skel->maps.cpus);
         struct rtd_intruder_key key, *prev = NULL;
+        _cleanup_free_ size_t *aged = calloc(s->n_cpus, sizeof *aged);   /* wall-aged entries, one per CPU */
+        size_t n_aged = 0;
         int r;
+
+        if (!aged)
+                return -ENOMEM;
 
         while (bpf_map_get_next_key(fd, prev, &key) == 0) {
                 struct rtd_intruder v;
@@ -280,28 +373,32 @@ static int read_intruders(BpfCollector *b, Sample *s, uint64_t now) {
         for (unsigned i = 0; i < s->n_cpus; i++) {
                 struct rtd_cpu v;
                 uint32_t k = i;
-                bool found = false;
+                uint64_t ran;
+                size_t j;
 
-                uint64_t start;
-
-                if (bpf_map_lookup_elem(cfd, &k, &v) < 0 || !v.cur_intruder || !v.cur_start_ns)
+                if (bpf_map_lookup_elem(cfd, &k, &v) < 0)
                         continue;
-                start = to_monotonic(&v, v.cur_start_ns);
-                if (now <= start)
+                ran = running_intruder_ns(b, &v, now);
+                if (!ran)
                         continue;
-                for (size_t j = 0; j < s->n_intruders; j++)
-                        if (s->intruders[j].cpu == i && s->intruders[j].pid == (pid_t) v.cur_pid) {
-                                s->intruders[j].ns += now - start;
-                                found = true;
-                        }
-                if (!found) {
-                        IntruderCounters x = { .cpu = i, .pid = v.cur_pid, .ns = now - start };
+                for (j = 0; j < s->n_intruders; j++)
+                        if (s->intruders[j].cpu == i && s->intruders[j].pid == (pid_t) v.cur_pid)
+                                break;
+                if (j < s->n_intruders)
+                        s->intruders[j].ns += ran;
+                else {
+                        IntruderCounters x = { .cpu = i, .pid = v.cur_pid, .ns = ran };
                         read_comm(b->base.proc_fd, v.cur_pid, x.comm);
                         r = add_intruder(s, &x);
                         if (r < 0)
                                 return r;
                 }
+                if (!b->same_pids)
+                        aged[n_aged++] = j;
         }
+        for (size_t j = 0; j < s->n_intruders; j++)
+                apply_floor(b, &s->intruders[j]);
+        remember_floors(b, s, aged, n_aged);
         return 0;
 }
 
@@ -360,6 +457,8 @@ static void bpf_free(Collector *c) {
                 return;
         sched_metrics__destroy(b->skel);
         safe_close(b->stats_fd);
+        free(b->cpu_floor);
+        free(b->floors);
         free(b);
 }
 
@@ -418,6 +517,13 @@ int bpf_collector_new(int proc_fd, Collector **ret, char **ret_reason) {
         b->base.proc_fd = proc_fd;
         b->n_possible = n;
         b->stats_fd = -EBADF;
+        b->same_pids = in_initial_pid_namespace();
+        b->cpu_floor = calloc(n, sizeof *b->cpu_floor);
+        b->floors = calloc(MAX_FLOORS, sizeof *b->floors);
+        if (!b->cpu_floor || !b->floors) {
+                bpf_free(&b->base);
+                return -ENOMEM;
+        }
 
         b->skel = sched_metrics__open();
         if (!b->skel) {
