@@ -462,6 +462,26 @@ static void bpf_free(Collector *c) {
         free(b);
 }
 
+/*
+ * Run-time stats are how rtd reports its own BPF cost. They are machine-wide and cost two sched_clock()
+ * reads per run of every BPF program (bench/bpf-overhead: +7% on perf bench sched pipe), so they are on
+ * only when [Metrics] ProgramStats= asks; closing the fd turns them off again.
+ */
+static void bpf_set_program_stats(Collector *c, bool on) {
+        BpfCollector *b = (BpfCollector *) c;
+
+        if (!on) {
+                b->stats_fd = safe_close(b->stats_fd);
+                return;
+        }
+        if (b->stats_fd >= 0)
+                return;
+        b->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+        if (b->stats_fd < 0)
+                log_warning_errno(errno, "Cannot enable BPF run-time statistics (needs CAP_SYS_ADMIN), "
+                                  "cost figures grow only with kernel.bpf_stats_enabled=1: %m");
+}
+
 static const CollectorOps bpf_ops = {
         .name = "bpf",
         .caps = CAP_SWITCH_KIND | CAP_MIGRATIONS | CAP_RUNQ_HIST | CAP_IRQ_TIME | CAP_INTRUSIONS |
@@ -471,6 +491,7 @@ static const CollectorOps bpf_ops = {
         .track_task = bpf_track_task,
         .job_read = bpf_job_read,
         .attach_mode = attach_mode,
+        .set_program_stats = bpf_set_program_stats,
         .free = bpf_free,
 };
 
@@ -544,16 +565,6 @@ int bpf_collector_new(int proc_fd, Collector **ret, char **ret_reason) {
         if (r < 0) {
                 *ret_reason = reason_for("cannot attach the BPF programs", r);
                 goto fail;
-        }
-
-        /* Run-time stats are how rtd reports its own BPF cost; they cost two sched_clock() reads per
-         * program run (bench/bpf-overhead measures it). RTD_BPF_STATS=0 leaves them off. */
-        e = getenv("RTD_BPF_STATS");
-        if (!e || !(streq(e, "0") || streq(e, "no"))) {
-                b->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-                if (b->stats_fd < 0)
-                        log_warning_errno(errno, "Cannot enable BPF run-time statistics (needs CAP_SYS_ADMIN), "
-                                          "cost figures grow only with kernel.bpf_stats_enabled=1: %m");
         }
 
         *ret = &b->base;

@@ -102,6 +102,7 @@ typedef struct CollectorOps {
         /* The job's counters; forget = drop them afterwards. -ENOENT if unknown. */
         int (*job_read)(Collector *c, uint64_t job_id, bool forget, JobCounters *ret);
         const char *(*attach_mode)(Collector *c);       /* "tp_btf", "raw_tp", or NULL */
+        void (*set_program_stats)(Collector *c, bool on);       /* NULL: no programs to time */
         void (*free)(Collector *c);
 } CollectorOps;
 

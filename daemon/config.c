@@ -167,6 +167,18 @@ static int parse_uint(const char *v, void *ptr, const void *arg, const char **al
         return 0;
 }
 
+static int parse_bool(const char *v, void *ptr, const void *arg, const char **allowed) {
+        int b = parse_boolean(v);
+
+        (void) arg;
+        if (b < 0) {
+                *allowed = "yes or no";
+                return -EINVAL;
+        }
+        *(bool *) ptr = b;
+        return 0;
+}
+
 static int parse_socket_mode(const char *v, void *ptr, const void *arg, const char **allowed) {
         unsigned mode;
 
@@ -305,6 +317,7 @@ static const ConfItem items[] = {
         { "Tuning", "FairServerRuntimeUSec", parse_tune, F(fair_server_runtime_usec), &range_fair },
         { "Tuning", "TimerMigration", parse_tune, F(timer_migration), &range_bool },
         { "Tuning", "StatIntervalSec", parse_tune, F(stat_interval_sec), &range_stat },
+        { "Metrics", "ProgramStats", parse_bool, F(program_stats) },
         { "Jobs", "Policy", parse_enum, F(queue_policy), &queue_enum },
         { "Jobs", "WorkerPriority", parse_uint, F(worker_priority), &range_prio },
         { "Jobs", "DefaultPriority", parse_uint, F(default_priority), &range_prio },
@@ -321,6 +334,10 @@ static const ConfItem items[] = {
         {},
 };
 #undef F
+
+size_t config_key_count(void) {
+        return ELEMENTSOF(items) - 1;
+}
 
 static char *strip(char *s) {
         char *e;
@@ -516,6 +533,7 @@ int config_dump(const RtdConfig *c, FILE *out) {
         fprintf(out, "[Tuning]\nRTRuntimeUSec=%s\nFairServerRuntimeUSec=%s\nTimerMigration=%s\nStatIntervalSec=%s\n\n",
                 tune_str(c->rt_runtime_usec, b1), tune_str(c->fair_server_runtime_usec, b2),
                 tune_str(c->timer_migration, b3), tune_str(c->stat_interval_sec, b4));
+        fprintf(out, "[Metrics]\nProgramStats=%s\n\n", c->program_stats ? "yes" : "no");
         fprintf(out,
                 "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"
                 "KeepFinished=%u\nAgingSec=%u\n\n",

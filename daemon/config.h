@@ -58,6 +58,9 @@ typedef struct RtdConfig {
         int64_t timer_migration;        /* 0 or 1 */
         int64_t stat_interval_sec;
 
+        /* [Metrics] */
+        bool program_stats;             /* hold kernel BPF run-time statistics on (costs every BPF program) */
+
         /* [Jobs] */
         QueuePolicy queue_policy;
         unsigned worker_priority;       /* 1..99 */
@@ -95,6 +98,7 @@ int config_load(RtdConfig *c, const char *path, FILE *err);
 int config_validate(const RtdConfig *c, FILE *err);
 /* The effective config, in rtd.conf syntax. */
 int config_dump(const RtdConfig *c, FILE *out);
+size_t config_key_count(void);          /* keys rtd knows, over all sections */
 
 const char *smt_mode_to_string(SmtMode m);
 const char *backend_kind_to_string(BackendKind b);

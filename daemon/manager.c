@@ -192,6 +192,7 @@ static int apply_reload(Manager *m, RtdConfig *n) {
                 return r;
         manager_reserved_cpus(m, &have);
         log_set_max_level(n->log_level);
+        metrics_set_program_stats(m->metrics, n->program_stats);
 
         /* Swap the config in before re-reserving: the reservation reads its options from m->config. */
         RtdConfig *old = m->config;

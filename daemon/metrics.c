@@ -88,6 +88,7 @@ int metrics_new(Manager *m, Metrics **ret) {
                         return r;
         } else
                 log_info("BPF metrics attached (%s)", x->collector->ops->attach_mode(x->collector));
+        metrics_set_program_stats(x, m->config && m->config->program_stats);
 
         collect(x);     /* the first scrape has data */
         if (m->event) {
@@ -115,6 +116,11 @@ Metrics *metrics_free(Metrics *x) {
         free(x->reason);
         free(x);
         return NULL;
+}
+
+void metrics_set_program_stats(Metrics *x, bool on) {
+        if (x && x->collector->ops->set_program_stats)
+                x->collector->ops->set_program_stats(x->collector, on);
 }
 
 void metrics_set_reserved(Metrics *x, const CpuSet *reserved) {

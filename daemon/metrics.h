@@ -13,6 +13,8 @@ typedef struct Metrics Metrics;
 
 int metrics_new(Manager *m, Metrics **ret);     /* never fails for lack of BPF: falls back and says why */
 Metrics *metrics_free(Metrics *x);
+/* [Metrics] ProgramStats=: kernel BPF run-time statistics on or off (reload can flip it). */
+void metrics_set_program_stats(Metrics *x, bool on);
 void metrics_set_reserved(Metrics *x, const CpuSet *reserved);
 /* Mark pid (and every task it forks later) as rtd's own: job_id 0 = a worker, else that job. */
 int metrics_track_task(Metrics *x, pid_t pid, uint64_t job_id, uint64_t cgroup_id);

@@ -209,7 +209,8 @@ def prometheus_scrape_and_promtool():
     need_root()
     bpf = bpf_available()
     port = free_port()
-    rtd = Rtd(metrics_port=port, pidns=True).start()
+    # With the program statistics on, so the cost families carry figures too.
+    rtd = Rtd(conf="[Metrics]\nProgramStats=yes\n", metrics_port=port, pidns=True).start()
     try:
         # The snapshot is refreshed every second: wait for one taken after the programs ran a while.
         end = time.time() + 10
@@ -320,6 +321,45 @@ def fallback_daemon_without_bpf():
         assert p.returncode == 0 and "Collector: procfs (BPF unavailable: " + reason in p.stdout, p
     finally:
         rtd.cleanup()
+
+
+def wait_for(fn, timeout=10):
+    """fn's first truthy value within timeout seconds."""
+    end = time.time() + timeout
+    while time.time() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {fn}")
+
+
+@test
+def program_stats_follow_the_config():
+    """[Metrics] ProgramStats=: off by default (the kernel's BPF statistics are machine-wide and cost every
+    program); yes turns them on with a reload and rtd then reports its programs' run time; no turns them
+    off again and leaves kernel.bpf_stats_enabled as it was found."""
+    need_bpf()
+    found = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+    rtd = Rtd(name="progstats")
+    base = open(rtd.config).read()
+    try:
+        rtd.start()
+        assert rtd.ctl_json("metrics")["bpf_stats_enabled"] is False
+        rtd.write_config(base + "[Metrics]\nProgramStats=yes\n")
+        rtd.signal(signal.SIGHUP)
+        wait_for(lambda: rtd.ctl_json("metrics")["bpf_stats_enabled"])
+        time.sleep(1.2)         # a fresh snapshot with some context switches timed
+        progs = {p["name"]: p for p in rtd.ctl_json("metrics")["bpf_programs"]}
+        sw = progs["sched_switch"]
+        assert sw["runs"] > 0 and sw["run_seconds"] > 0, sw
+        print(f"  sched_switch: {sw['runs']} runs, {sw['run_seconds'] / sw['runs'] * 1e9:.0f} ns per run")
+        rtd.write_config(base + "[Metrics]\nProgramStats=no\n")
+        rtd.signal(signal.SIGHUP)
+        wait_for(lambda: rtd.ctl_json("metrics")["bpf_stats_enabled"] is False)
+    finally:
+        rtd.cleanup()
+    assert open("/proc/sys/kernel/bpf_stats_enabled").read().strip() == found
 
 
 JOB = """import time
