@@ -328,14 +328,13 @@ static int on_spare(sd_event_source *s, void *userdata) {
         JobManager *jm = userdata;
         char name[32];
 
-        for (int i = 0; i < 8 && jm->spare_next - jm->spare_first < SPARE_TARGET; i++) {
-                snprintf(name, sizeof name, "spare-%" PRIu64, jm->spare_next);
-                int fd = openat(jm->output_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd < 0)
-                        return 0;       /* full disk or the like: jobs create their own files */
-                close(fd);
-                jm->spare_next++;
-        }
+        /* One file per turn of the loop: a job's exit or start never waits behind more than one. */
+        snprintf(name, sizeof name, "spare-%" PRIu64, jm->spare_next);
+        int fd = openat(jm->output_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return 0;       /* full disk or the like: jobs create their own files */
+        close(fd);
+        jm->spare_next++;
         if (jm->spare_next - jm->spare_first < SPARE_TARGET)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
