@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Job manager internals shared by jobs.c (lifecycle, dispatch), jobs-json.c (views) and jobs-recover.c. */
+/* Job manager internals shared by jobs.c (lifecycle, dispatch), jobs-workers.c (workers, CPUs),
+ * jobs-json.c (views) and jobs-recover.c. */
 #pragma once
 
 #include <stdarg.h>
@@ -124,6 +125,16 @@ void job_set_terminate(JobManager *jm, Job *j);
 void job_rearm_timeout(JobManager *jm, Job *j, uint64_t started_mono);
 void job_apply_exit(Job *j, const WorkerExited *e);
 JobState job_final_state(const Job *j);
+/* jobs.c, for jobs-workers.c */
+void job_signal(JobManager *jm, Job *j, int sig);
+void job_terminate(JobManager *jm, Job *j);
+int job_persist(JobManager *jm, Job *j, bool insert);
+void job_publish(JobManager *jm, Job *j);
+void job_release_cpus(JobManager *jm, Job *j);
+char *job_log_fields(const Job *j);
+
+/* jobs-workers.c: what workers' messages do to jobs, and reservation changes */
+extern const WorkerCallbacks job_worker_callbacks;
 
 /* jobs-json.c */
 json_t *job_to_json(JobManager *jm, const Job *j, bool private, bool for_store);
