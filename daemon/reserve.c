@@ -176,7 +176,28 @@ static int apply_backend(KnobCtx *k, BackendKind b, const CpuSet *hk, const CpuS
         if (q < 0)
                 return q;
         /* Under the cgroup backends, kthreads and root-cgroup tasks still need their affinity. */
-        return tasks_apply(k, hk, b == BACKEND_AFFINITY ? TASKS_ALL : TASKS_UNCONFINED, drift, getpid(), ts);
+        TaskScope scope = b == BACKEND_AFFINITY ? TASKS_ALL : TASKS_UNCONFINED;
+        q = tasks_apply(k, hk, scope, drift, getpid(), ts);
+        if (q < 0 || k->plan)
+                return q;
+        /*
+         * A task forked while the pass ran, by a parent not yet moved, has the old mask. Passes repeat
+         * until one finds nothing left to move (a fork loop converges once its parent is moved), at most
+         * a few times; whatever is still left is the drift check's.
+         */
+        for (unsigned pass = 0; pass < 4; pass++) {
+                TaskStats more;
+
+                q = tasks_apply(k, hk, scope, drift, getpid(), &more);
+                if (q < 0)
+                        return q;
+                ts->moved += more.moved;
+                ts->drifted += more.drifted;
+                ts->inherited += more.inherited;
+                if (more.moved == 0)
+                        break;
+        }
+        return 0;
 }
 
 static void apply_irqs(Reservation *r, KnobCtx *k, const CpuSet *hk, const CpuSet *reserved, bool drift,
