@@ -464,7 +464,7 @@ static void bpf_free(Collector *c) {
 
 /*
  * Run-time stats are how rtd reports its own BPF cost. They are machine-wide and cost two sched_clock()
- * reads per run of every BPF program (bench/bpf-overhead: +7% on perf bench sched pipe), so they are on
+ * reads per run of every BPF program (bench/bpf-overhead measures them), so they are on
  * only when [Metrics] ProgramStats= asks; closing the fd turns them off again.
  */
 static void bpf_set_program_stats(Collector *c, bool on) {

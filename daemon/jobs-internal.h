@@ -48,6 +48,10 @@ typedef struct Job {
         bool adopted;                   /* running since before this rtd started */
 
         bool cancel_requested, timed_out, exec_failed;
+        bool ahead;                     /* handed to a busy worker, waiting there behind its running job */
+        bool drop_requested;            /* asked that worker to give it back (cancel, or a CPU came free) */
+        uint64_t handed_mono;           /* CLOCK_MONOTONIC when it became its worker's running job */
+        sd_event_source *ahead_src;     /* ahead: take it back if the job in front runs on too long */
         sd_event_source *timeout_src, *kill_src;
         int pidfd;                      /* adopted jobs: watched for exit */
         sd_event_source *pidfd_src, *retry_src;
@@ -62,6 +66,7 @@ typedef struct WorkerSlot {
         unsigned cpu;
         Worker *worker;
         Job *job;                       /* the job holding this CPU */
+        Job *next;                      /* the job waiting in this CPU's worker to start after it, or NULL */
         unsigned restarts;
         uint64_t restart_window;
         sd_event_source *respawn_src;
@@ -93,6 +98,7 @@ struct JobManager {
 
         CpuSet reserved;
         WorkerSlot *slots;              /* CPUSET_MAX entries, indexed by CPU */
+        CpuSet ahead_cpus;              /* CPUs whose worker holds a job waiting to start (slot->next) */
         Job **buckets;
         Job *queue_head, *queue_tail;
         unsigned queue_len;
@@ -109,6 +115,15 @@ struct JobManager {
         sd_event_source *spare_src;
         sd_event_source *dispatch_src, *sweep_src;
 };
+
+/* The job waiting in a CPU's worker behind its running one, or NULL; ahead_cpus follows. */
+static inline void slot_set_next(JobManager *jm, unsigned cpu, Job *j) {
+        jm->slots[cpu].next = j;
+        if (j)
+                cpuset_set(&jm->ahead_cpus, cpu);
+        else
+                cpuset_clear(&jm->ahead_cpus, cpu);
+}
 
 Job *job_lookup(JobManager *jm, uint64_t id);
 void job_register(JobManager *jm, Job *j);
@@ -132,6 +147,7 @@ int job_persist(JobManager *jm, Job *j, bool insert);
 void job_publish(JobManager *jm, Job *j);
 void job_release_cpus(JobManager *jm, Job *j);
 char *job_log_fields(const Job *j);
+void job_requeue(JobManager *jm, Job *j);
 
 /* jobs-workers.c: what workers' messages do to jobs, and reservation changes */
 extern const WorkerCallbacks job_worker_callbacks;

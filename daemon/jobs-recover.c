@@ -3,7 +3,8 @@
  * After a restart (or a crash): queued jobs go back in the queue in their order; a job that was starting
  * or running is re-adopted if its process still lives, finished from its worker's exit file if it ended
  * meanwhile, and otherwise marked lost with the reason. Nothing is started twice: a job the store calls
- * "starting" was handed to a worker and is never handed out again.
+ * "starting" was handed to a worker and is never handed out again, unless it certainly never ran
+ * (never_ran()).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -162,6 +163,21 @@ static void recover_active(JobManager *jm, Job *j) {
                            "unknown");
 }
 
+/*
+ * Whether a job the store calls "starting" (no pid recorded) certainly never ran: its worker said so (it
+ * waited there behind the running job when rtd stopped), or its stdout file was never made, which the
+ * job's child does before it execs. Otherwise it may have run and is never started again.
+ */
+static bool never_ran(JobManager *jm, uint64_t id) {
+        char name[64];
+
+        snprintf(name, sizeof name, WORKER_UNSTARTED_FILE_FMT, id);
+        if (unlinkat(jm->output_fd, name, 0) == 0)
+                return true;
+        snprintf(name, sizeof name, "%" PRIu64 ".stdout", id);
+        return faccessat(jm->output_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+}
+
 static int recover_cb(const StoreJob *sj, void *userdata) {
         JobManager *jm = userdata;
         Job *j;
@@ -177,6 +193,15 @@ static int recover_cb(const StoreJob *sj, void *userdata) {
                 lost.state = "lost";
                 (void) store_update(jm->store, &lost);
                 return 0;
+        }
+        if (j->state == JOB_STARTING && j->pid <= 0 && read_exit_file(jm, j->id, &(WorkerExited){}) < 0 &&
+            never_ran(jm, j->id)) {
+                log_info("Job %" PRIu64 " was being started when rtd stopped and never ran: queued again", j->id);
+                j->state = JOB_QUEUED;
+                cpuset_zero(&j->cpus);
+                free(j->cgroup);
+                j->cgroup = NULL;
+                (void) job_persist(jm, j, false);
         }
         if (j->state == JOB_QUEUED) {
                 j->accepted_mono = now_usec(CLOCK_MONOTONIC);

@@ -142,6 +142,20 @@ static void on_worker_exited(Worker *w, const WorkerExited *e, void *userdata) {
         job_finish(jm, j, st, NULL);
 }
 
+/* The worker gave back a job that waited behind its running one, unstarted. */
+static void on_worker_dropped(Worker *w, uint64_t job_id, void *userdata) {
+        JobManager *jm = userdata;
+        Job *j = worker_job(jm, w, job_id);
+
+        if (!j || !j->ahead)
+                return;
+        slot_set_next(jm, worker_cpu(w), NULL);
+        if (j->cancel_requested)
+                job_finish(jm, j, JOB_CANCELLED, NULL);         /* its reason says who cancelled it */
+        else
+                job_requeue(jm, j);     /* a CPU came free elsewhere: it is placed again from the queue */
+}
+
 static int on_respawn(sd_event_source *s, uint64_t usec, void *userdata);
 
 static void slot_spawn(JobManager *jm, unsigned cpu) {
@@ -189,12 +203,21 @@ static void on_worker_died(Worker *w, int status, void *userdata) {
         slot->worker = worker_free(w);
         jm->worker_restarts++;
 
+        /* Taken first: finishing the running job would otherwise make the waiting one the CPU's job. */
+        Job *waiting = slot->next;
+        slot_set_next(jm, cpu, NULL);
         Job *j = slot->job;
         if (j && j->worker_cpu == cpu) {
                 /* Nobody can reap or report it any more: take the whole tree down and say why. */
                 job_signal(jm, j, SIGKILL);
                 job_finish(jm, j, JOB_FAILED, "the worker for CPU %u %s while running the job; the job was "
                            "killed", cpu, how);
+        }
+        /* A job that waited behind it may or may not have started: never run it twice. */
+        if (waiting) {
+                job_signal(jm, waiting, SIGKILL);
+                job_finish(jm, waiting, JOB_FAILED, "the worker for CPU %u %s while the job waited there to start; "
+                           "whether it started is unknown, so it is not run again", cpu, how);
         }
 
         /* Crash loops back off: more than 5 deaths within 10 s wait 5 s before the next try. */
@@ -263,6 +286,10 @@ int job_manager_set_cpus(JobManager *jm, const CpuSet *reserved) {
         follow_reserved_cgroup(jm);
         CPUSET_FOREACH(cpu, &old)
                 if (!cpuset_isset(reserved, cpu)) {
+                        Job *n = jm->slots[cpu].next;
+                        /* A job waiting in that worker comes back to the queue (on_worker_dropped). */
+                        if (n && !n->drop_requested && worker_drop_job(jm->slots[cpu].worker, n->id) >= 0)
+                                n->drop_requested = true;
                         /* A busy worker stays until its job ends (job_release_cpus lets it go then). */
                         if (!jm->slots[cpu].job)
                                 jm->slots[cpu].worker = worker_free(jm->slots[cpu].worker);
@@ -312,5 +339,6 @@ const WorkerCallbacks job_worker_callbacks = {
         .exec = on_worker_exec,
         .exec_failed = on_worker_exec_failed,
         .exited = on_worker_exited,
+        .dropped = on_worker_dropped,
         .died = on_worker_died,
 };

@@ -91,6 +91,26 @@ static void queue_append(JobManager *jm, Job *j) {
         jm->queue_len++;
 }
 
+/* Back into the queue in its place: a job given back by a worker was ahead of every queued one. */
+static void queue_insert_in_order(JobManager *jm, Job *j) {
+        Job *after = jm->queue_head;
+
+        while (after && after->seq < j->seq)
+                after = after->next;
+        if (!after) {
+                queue_append(jm, j);
+                return;
+        }
+        j->next = after;
+        j->prev = after->prev;
+        if (after->prev)
+                after->prev->next = j;
+        else
+                jm->queue_head = j;
+        after->prev = j;
+        jm->queue_len++;
+}
+
 static void queue_remove(JobManager *jm, Job *j) {
         if (j->prev)
                 j->prev->next = j->next;
@@ -124,6 +144,7 @@ static Job *job_free(Job *j) {
                 return NULL;
         sd_event_source_disable_unref(j->timeout_src);
         sd_event_source_disable_unref(j->kill_src);
+        sd_event_source_disable_unref(j->ahead_src);
         sd_event_source_disable_unref(j->pidfd_src);
         sd_event_source_disable_unref(j->retry_src);
         safe_close(j->pidfd);
@@ -260,13 +281,45 @@ char *job_log_fields(const Job *j) {
 /* ---- finishing ---- */
 
 void job_release_cpus(JobManager *jm, Job *j) {
-        CPUSET_FOREACH(cpu, &j->cpus)
-                if (jm->slots[cpu].job == j) {
-                        jm->slots[cpu].job = NULL;
+        CPUSET_FOREACH(cpu, &j->cpus) {
+                WorkerSlot *slot = &jm->slots[cpu];
+
+                if (slot->next == j)
+                        slot_set_next(jm, cpu, NULL);   /* it waited there and ends unstarted */
+                if (slot->job != j)
+                        continue;
+                slot->job = NULL;
+                if (slot->next) {
+                        /* The worker starts the job that waited behind this one right away. */
+                        Job *n = slot->next;
+                        slot_set_next(jm, cpu, NULL);
+                        n->ahead = n->drop_requested = false;
+                        n->ahead_src = sd_event_source_disable_unref(n->ahead_src);
+                        n->handed_mono = now_usec(CLOCK_MONOTONIC);
+                        slot->job = n;
+                        job_arm_timeout(jm, n, n->handed_mono);
+                } else if (!cpuset_isset(&jm->reserved, cpu))
                         /* The CPU left the reservation while this job ran: its worker goes now. */
-                        if (!cpuset_isset(&jm->reserved, cpu))
-                                jm->slots[cpu].worker = worker_free(jm->slots[cpu].worker);
-                }
+                        slot->worker = worker_free(slot->worker);
+        }
+}
+
+/* A job a worker gave back unstarted goes back into the queue, in its place. */
+void job_requeue(JobManager *jm, Job *j) {
+        UserCount *u = user_count(jm, j->uid, true);
+
+        j->state = JOB_QUEUED;
+        j->ahead = j->drop_requested = false;
+        cpuset_zero(&j->cpus);
+        free(j->cgroup);
+        j->cgroup = NULL;
+        j->timeout_src = sd_event_source_disable_unref(j->timeout_src);
+        j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
+        queue_insert_in_order(jm, j);
+        if (u)
+                u->queued++;
+        (void) job_persist(jm, j, false);
+        job_manager_schedule(jm);
 }
 
 void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, ...) {
@@ -418,7 +471,41 @@ oom:
 }
 
 /* fresh: a job accepted right now with nobody ahead of it, not yet in the store or the queue. */
-static int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh) {
+/*
+ * Handing ahead pays off for short jobs only; behind a long one the next job would wait in "starting"
+ * instead of "queued". So only behind a job started less than AHEAD_WINDOW ago, and taken back once the
+ * job in front has run AHEAD_LIMIT.
+ */
+#define AHEAD_WINDOW_USEC (20 * 1000ULL)
+#define AHEAD_LIMIT_USEC (100 * 1000ULL)
+
+/* A worker that can hold the next job: it runs a one-CPU job it forked itself, started just now. */
+static bool slot_takes_ahead(JobManager *jm, unsigned cpu, uint64_t now) {
+        WorkerSlot *s = &jm->slots[cpu];
+
+        return s->job && !s->next && worker_is_ready(s->worker) && !s->job->adopted &&
+               s->job->worker_cpu == cpu && cpuset_count(&s->job->cpus) == 1 && !s->job->cancel_requested &&
+               !s->job->timed_out && cpuset_isset(&jm->reserved, cpu) && s->job->handed_mono + AHEAD_WINDOW_USEC > now;
+}
+
+static void take_back(JobManager *jm, Job *j) {
+        if (j->ahead && !j->drop_requested && worker_drop_job(jm->slots[j->worker_cpu].worker, j->id) >= 0)
+                j->drop_requested = true;
+}
+
+static int on_ahead_limit(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
+        take_back(j->jm, j);    /* on_worker_dropped queues it again */
+        return 0;
+}
+
+/*
+ * Hand the job to the worker of its first CPU. ahead: that worker runs a job still; this one waits there
+ * and starts the moment the running one ends (no round trip through rtd), becoming the CPU's job then.
+ */
+static int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead) {
         int first = cpuset_first(cpus), r;
         Worker *w = jm->slots[first].worker;
         _cleanup_strv_free_ char **env = NULL;
@@ -432,8 +519,12 @@ static int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh) {
         }
         j->state = JOB_STARTING;
         j->cpus = *cpus;
-        CPUSET_FOREACH(cpu, cpus)
-                jm->slots[cpu].job = j;
+        j->ahead = ahead;
+        if (ahead)
+                slot_set_next(jm, first, j);
+        else
+                CPUSET_FOREACH(cpu, cpus)
+                        jm->slots[cpu].job = j;
         j->worker_cpu = first;
         if (jm->cgroups.dir_fd >= 0) {
                 snprintf(cgroup, sizeof cgroup, "rtd-%s-job-%" PRIu64, store_instance_id(jm->store), j->id);
@@ -447,6 +538,8 @@ static int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh) {
         if (r < 0 && fresh) {
                 CPUSET_FOREACH(cpu, cpus)
                         jm->slots[cpu].job = NULL;
+                slot_set_next(jm, first, NULL);
+                j->ahead = false;
                 free(j->cgroup);
                 j->cgroup = NULL;
                 j->state = JOB_QUEUED;
@@ -481,20 +574,79 @@ static int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh) {
                            strerror(-r));
                 return 0;
         }
-        job_arm_timeout(jm, j, now_usec(CLOCK_MONOTONIC));
+        if (!ahead) {
+                j->handed_mono = now_usec(CLOCK_MONOTONIC);
+                job_arm_timeout(jm, j, j->handed_mono);
+        } else
+                (void) sd_event_add_time(jm->manager->event, &j->ahead_src, CLOCK_MONOTONIC,
+                                         jm->slots[first].job->handed_mono + AHEAD_LIMIT_USEC, 1000, on_ahead_limit,
+                                         j);
         job_publish(jm, j);
         return 0;
 }
 
+/*
+ * Every CPU the queue's head could use is busy: hand it to a worker that runs a one-CPU job, to start the
+ * moment that job ends. For tiny jobs this takes rtd's round trip (hear of the exit, write the next job,
+ * send it) off the reserved CPU's path. Only one-core jobs without explicit CPUs go ahead, one per worker;
+ * if a CPU it could use comes free first, the job is taken back (take_back_ahead()).
+ */
+static void hand_ahead(JobManager *jm) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        /* Under Policy=priority a later job may overtake: nothing is promised to a worker early. */
+        while (jm->queue_head && jm->manager->config->queue_policy == QUEUE_FCFS) {
+                Job *j = job_queue_pick(jm);
+                CpuSet one;
+                bool handed = false;
+
+                if (j->spec.cores != 1 || j->spec.has_cpus)
+                        return;
+                CPUSET_FOREACH(cpu, &jm->reserved) {
+                        if (!slot_takes_ahead(jm, cpu, now))
+                                continue;
+                        cpuset_zero(&one);
+                        cpuset_set(&one, cpu);
+                        (void) job_start(jm, j, &one, false, true);
+                        handed = true;
+                        break;
+                }
+                if (!handed)
+                        return;
+        }
+}
+
+/*
+ * A job waits in a worker while a CPU it could use is free: take it back, to be placed again from the
+ * queue. Until it is back (or has started there after all) nothing else is dispatched, so it stays first
+ * in line. Returns whether a job is on its way back.
+ */
+static bool take_back_ahead(JobManager *jm) {
+        bool returning = false;
+
+        CPUSET_FOREACH(cpu, &jm->ahead_cpus) {
+                Job *n = jm->slots[cpu].next;
+                CpuSet room;
+
+                if (!n->drop_requested && job_place(jm, &n->spec, &room) >= 0)
+                        take_back(jm, n);
+                returning |= n->drop_requested;
+        }
+        return returning;
+}
+
 void job_manager_dispatch(JobManager *jm) {
         jm->dispatch_pending = false;
+        if (take_back_ahead(jm))
+                return;         /* on_worker_dropped() or the job's start dispatches again */
         while (jm->queue_head) {
                 Job *j = job_queue_pick(jm);
                 CpuSet cpus;
                 if (job_place(jm, &j->spec, &cpus) < 0)
                         break;          /* strict order: the next job waits for room, nobody jumps it */
-                (void) job_start(jm, j, &cpus, false);
+                (void) job_start(jm, j, &cpus, false, false);
         }
+        hand_ahead(jm);
 }
 
 static int on_dispatch(sd_event_source *s, void *userdata) {
@@ -604,14 +756,15 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
                 job_free(j);
                 return -ENOMEM;
         }
-        /* Nobody ahead and room now: straight to the worker, stored once. Else stored as queued. */
+        /* Nobody ahead (queued or waiting in a worker) and room now: straight to the worker, stored once.
+         * Else stored as queued. */
         CpuSet cpus;
         uint64_t id = j->id;
-        bool now = !jm->queue_head && job_place(jm, &j->spec, &cpus) >= 0;
+        bool now = !jm->queue_head && cpuset_is_empty(&jm->ahead_cpus) && job_place(jm, &j->spec, &cpus) >= 0;
         if (now) {
                 job_table_add(jm, j);
                 job_publish(jm, j);     /* watchers see "queued" first, as for every job */
-                r = job_start(jm, j, &cpus, true);
+                r = job_start(jm, j, &cpus, true, false);
         } else
                 r = job_persist(jm, j, true);
         if (r < 0) {
@@ -666,6 +819,9 @@ int job_manager_cancel(JobManager *jm, uint64_t id, const JobCaller *c, JobState
                 free(j->reason);
                 if (asprintf(&j->reason, "cancelled by %s", strempty(c->user)) < 0)
                         j->reason = NULL;
+                /* Waiting in a worker: take it back unstarted if we can (dropped() finishes it), else it
+                 * is terminated once it has a pid, like any starting job. */
+                take_back(jm, j);
                 job_terminate(jm, j);
         }
         return 0;
@@ -829,7 +985,8 @@ void job_register(JobManager *jm, Job *j) {
                         u->queued++;
         } else
                 CPUSET_FOREACH(cpu, &j->cpus)
-                        jm->slots[cpu].job = j;
+                        if (!jm->slots[cpu].job)        /* a job that only waited there never claims it */
+                                jm->slots[cpu].job = j;
 }
 
 void job_set_terminate(JobManager *jm, Job *j) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rtd-worker: one per reserved CPU, started pinned and SCHED_FIFO by rtd. It forks each job so the child
- * is born on its CPU with its policy, and reports start and exit. It does no logging and no allocation
+ * is born on its CPU with its policy, and reports start and exit; the next job may wait in it to start
+ * the moment the running one ends. It does no logging and no allocation
  * after start-up: all it does is wait for the daemon or for its child.
  */
 #include <errno.h>
@@ -32,10 +33,18 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-static union {
+typedef union StartBuf {
         WorkerStart start;
         char raw[sizeof(WorkerStart) + 65536 * sizeof(gid_t) + 256 * 1024];
-} buf;
+} StartBuf;
+
+/*
+ * Messages arrive in `in`. rtd may hand over the next job while one runs: that START waits in `pending`
+ * and starts the moment the running job is reaped, without a round trip to rtd. The two buffers swap.
+ */
+static StartBuf bufs[2];
+static StartBuf *in = &bufs[0], *pending;
+static size_t pending_size;
 
 static int sock = WORKER_FD_SOCKET;
 static cpu_set_t worker_mask;           /* the worker's own CPU: a job on exactly it inherits the mask */
@@ -285,10 +294,10 @@ static pid_t spawn_job(ChildArgs *a, int cg) {
         return (pid_t) r;
 }
 
-static void start_job(size_t size) {
-        const WorkerStart *st = &buf.start;
+static void start_job(const StartBuf *b, size_t size) {
+        const WorkerStart *st = &b->start;
         size_t need = sizeof *st + (size_t) st->n_groups * sizeof(gid_t) + st->strings_size;
-        char *strings = buf.raw + sizeof *st + (size_t) st->n_groups * sizeof(gid_t);
+        char *strings = (char *) b->raw + sizeof *st + (size_t) st->n_groups * sizeof(gid_t);
         WorkerStarted m = { .hdr = { .type = WMSG_STARTED, .job_id = st->hdr.job_id } };
         pid_t pid;
 
@@ -300,8 +309,8 @@ static void start_job(size_t size) {
                 return;
         }
         if (job_pid > 0) {
-                WorkerMsg b = { .type = WMSG_BUSY, .job_id = st->hdr.job_id };
-                (void) send_msg(&b, sizeof b);
+                WorkerMsg busy = { .type = WMSG_BUSY, .job_id = st->hdr.job_id };
+                (void) send_msg(&busy, sizeof busy);
                 return;
         }
 
@@ -320,7 +329,7 @@ static void start_job(size_t size) {
                 }
                 cg = openat(cgroup_dir, st->cgroup_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         }
-        ChildArgs ca = { .st = st, .groups = (const gid_t *) (buf.raw + sizeof *st), .strings = strings };
+        ChildArgs ca = { .st = st, .groups = (const gid_t *) (b->raw + sizeof *st), .strings = strings };
         pid = spawn_job(&ca, cg);
         if (pid < 0) {
                 WorkerExec f = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = st->hdr.job_id }, .error = errno };
@@ -339,6 +348,38 @@ static void start_job(size_t size) {
         m.pid = pid;
         m.boottime_usec = now_us(CLOCK_BOOTTIME);
         (void) send_msg(&m, sizeof m);
+}
+
+/* START: run it now, or keep it for when the running job ends (one at most waits). */
+static void on_start(size_t size) {
+        if (job_pid <= 0 || pending) {
+                start_job(in, size);    /* refused as busy if a job runs and another waits already */
+                return;
+        }
+        pending = in;
+        pending_size = size;
+        in = in == &bufs[0] ? &bufs[1] : &bufs[0];
+}
+
+static void on_drop(uint64_t id) {
+        if (!pending || pending->start.hdr.job_id != id)
+                return;         /* started already: STARTED is on its way */
+        pending = NULL;
+        WorkerMsg m = { .type = WMSG_DROPPED, .job_id = id };
+        (void) send_msg(&m, sizeof m);
+}
+
+/* rtd is gone: tell the next rtd the waiting job never ran, so it queues it again. */
+static void write_unstarted_file(uint64_t id) {
+        char name[64];
+        int fd;
+
+        snprintf(name, sizeof name, WORKER_UNSTARTED_FILE_FMT, id);
+        fd = openat(WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return;
+        (void) fsync(fd);
+        close(fd);
 }
 
 /* rtd is gone: leave the result where the next rtd will look for it. */
@@ -399,6 +440,11 @@ static void reap(void) {
                 job_id = 0;
                 if (orphan)
                         _exit(0);
+                if (pending) {
+                        StartBuf *next = pending;
+                        pending = NULL;
+                        start_job(next, pending_size);
+                }
         }
 }
 
@@ -454,21 +500,27 @@ int main(int argc, char **argv) {
                         reap();
                 }
                 if (!orphan && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-                        ssize_t n = recv(sock, buf.raw, sizeof buf.raw, MSG_DONTWAIT | MSG_TRUNC);
+                        ssize_t n = recv(sock, in->raw, sizeof in->raw, MSG_DONTWAIT | MSG_TRUNC);
                         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                                 continue;
                         if (n <= 0) {
-                                /* The daemon died or let us go: finish the running job first, if any. */
+                                /* The daemon died or let us go: finish the running job first, if any. The one
+                                 * waiting behind it never starts; say so now, before the next rtd looks. */
                                 orphan = 1;
                                 p[0].fd = -1;
+                                if (pending)
+                                        write_unstarted_file(pending->start.hdr.job_id);
+                                pending = NULL;
                                 if (job_pid <= 0)
                                         return 0;
                                 continue;
                         }
-                        if ((size_t) n > sizeof buf.raw || (size_t) n < sizeof(WorkerMsg))
+                        if ((size_t) n > sizeof in->raw || (size_t) n < sizeof(WorkerMsg))
                                 continue;
-                        if (buf.start.hdr.type == WMSG_START)
-                                start_job((size_t) n);
+                        if (in->start.hdr.type == WMSG_START)
+                                on_start((size_t) n);
+                        else if (in->start.hdr.type == WMSG_DROP)
+                                on_drop(in->start.hdr.job_id);
                 }
         }
 }

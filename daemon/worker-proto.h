@@ -21,7 +21,9 @@ typedef enum WorkerMsgType {
         WMSG_EXEC,              /* job child → daemon: about to execve (timestamp), sent on the worker's socket */
         WMSG_EXEC_FAILED,       /* job child → daemon: setup or execve failed: stage + errno */
         WMSG_EXITED,            /* worker → daemon: the job's main process was reaped (status + rusage) */
-        WMSG_BUSY,              /* worker → daemon: refused START because a job still runs */
+        WMSG_BUSY,              /* worker → daemon: refused START: a job runs and another one waits already */
+        WMSG_DROP,              /* daemon → worker: forget the job waiting behind the running one, if not started */
+        WMSG_DROPPED,           /* worker → daemon: forgot it (else it has started, and STARTED follows) */
 } WorkerMsgType;
 
 typedef struct WorkerMsg {
@@ -77,3 +79,5 @@ typedef struct WorkerExited {
 
 /* Written by an orphaned worker (rtd died) as <output dir>/<id>.exit so the next rtd learns the result. */
 #define WORKER_EXIT_FILE_FMT "%" PRIu64 ".exit"
+/* Written by an orphaned worker for the job that waited behind its last one: it never started. */
+#define WORKER_UNSTARTED_FILE_FMT "%" PRIu64 ".unstarted"

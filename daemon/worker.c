@@ -155,6 +155,9 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                 case WMSG_BUSY:
                         w->cb->exec_failed(w, m.hdr.job_id, "worker busy", EBUSY, w->userdata);
                         break;
+                case WMSG_DROPPED:
+                        w->cb->dropped(w, m.hdr.job_id, w->userdata);
+                        break;
                 case WMSG_EXITED:
                         if ((size_t) n >= sizeof m.exited)
                                 w->cb->exited(w, &m.exited, w->userdata);
@@ -341,6 +344,18 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
         struct msghdr mh = { .msg_iov = v, .msg_iovlen = n_iov };
         do
                 n = sendmsg(w->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? -errno : 0;
+}
+
+int worker_drop_job(Worker *w, uint64_t job_id) {
+        WorkerMsg m = { .type = WMSG_DROP, .job_id = job_id };
+        ssize_t n;
+
+        if (!w->ready || w->fd < 0)
+                return -ENOTCONN;
+        do
+                n = send(w->fd, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         return n < 0 ? -errno : 0;
 }

@@ -18,6 +18,8 @@ typedef struct WorkerCallbacks {
         void (*exec)(Worker *w, uint64_t job_id, pid_t pid, uint64_t monotonic_usec, void *userdata);
         void (*exec_failed)(Worker *w, uint64_t job_id, const char *stage, int error, void *userdata);
         void (*exited)(Worker *w, const WorkerExited *e, void *userdata);
+        /* The job handed over to wait behind the running one was forgotten unstarted (worker_drop_job). */
+        void (*dropped)(Worker *w, uint64_t job_id, void *userdata);
         /* The worker process died (wait status); it is not restarted by this module. */
         void (*died)(Worker *w, int status, void *userdata);
 } WorkerCallbacks;
@@ -61,7 +63,10 @@ typedef struct WorkerJob {
         char *const *env;
 } WorkerJob;
 
+/* Run the job; sent while another job runs, it waits in the worker and starts as soon as that one ends. */
 int worker_send_job(Worker *w, const WorkerJob *j);
+/* Take back a job sent to wait: the worker answers dropped() if it had not started it yet. */
+int worker_drop_job(Worker *w, uint64_t job_id);
 
 /* Locate rtd-worker: $RTD_WORKER, next to the running rtd, or the libexec directory. */
 int worker_find_binary(char **ret);

@@ -381,12 +381,79 @@ def cancel_and_timeout():
         t = time.time()
         p = rtd.ctl("submit", "--wait", "--timeout", "0.5", "--", "/bin/sleep", "10")
         assert p.returncode == 124 and 0.4 < time.time() - t < 5, p
-        # A queued job is cancelled at once.
+        # A job waiting for its CPU is cancelled without ever running: at once (200) while it is queued, or
+        # a moment later (202) when rtd had handed it to the busy worker to start next.
         blocker = submit(rtd, {"argv": ["/bin/sleep", "2"]})
         q = submit(rtd, {"argv": ["/bin/true"]})
         st, _, body = api(rtd, "DELETE", f"/v1/jobs/{q['id']}")
-        assert st == 200 and body["state"] == "cancelled" and body["started_at"] is None, body
+        assert (st, body["state"]) in ((200, "cancelled"), (202, "starting")), (st, body)
+        body = wait_final(rtd, q["id"], timeout=1)
+        assert body["state"] == "cancelled" and body["started_at"] is None and body["pid"] is None, body
         assert wait_final(rtd, blocker["id"])["state"] == "succeeded"
+        # Queued behind a job that has run for a while (nothing is handed ahead then), at once.
+        blocker = submit(rtd, {"argv": ["/bin/sleep", "10"]})
+        time.sleep(0.3)
+        q = submit(rtd, {"argv": ["/bin/true"]})
+        st, _, body = api(rtd, "DELETE", f"/v1/jobs/{q['id']}")
+        assert st == 200 and body["state"] == "cancelled" and body["started_at"] is None, body
+        assert api(rtd, "DELETE", f"/v1/jobs/{blocker['id']}")[0] == 202
+
+
+@test
+def next_job_waits_in_the_worker():
+    """Behind a job that just started, the next one-core job is handed to the busy worker to start the
+    moment the running one ends ("starting" meanwhile); behind a job that runs on, it is taken back to the
+    queue, and runs once, in order; its timeout counts from its own start."""
+    with JobRtd() as rtd:
+        tmp = tempfile.mkdtemp(prefix="rtd-ahead-")
+        os.chmod(tmp, 0o755)
+        log = os.path.join(tmp, "ran")
+        try:
+            front = submit(rtd, {"argv": ["/bin/sleep", "1"]})
+            nxt = submit(rtd, {"argv": ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}']})
+            assert job(rtd, nxt["id"])["state"] == "starting", job(rtd, nxt["id"])
+            # Taken back once the job in front has run 100 ms: queued again, not started.
+            end = time.time() + 5
+            while job(rtd, nxt["id"])["state"] != "queued" and time.time() < end:
+                time.sleep(0.02)
+            j = job(rtd, nxt["id"])
+            assert j["state"] == "queued" and j["pid"] is None, j
+            assert wait_final(rtd, nxt["id"])["state"] == "succeeded"
+            assert wait_final(rtd, front["id"])["state"] == "succeeded"
+            assert open(log).read().split() == [str(nxt["id"])]         # it ran once
+            # Behind short jobs each waits its turn in the worker; a 0.3 s timeout counts from its own start,
+            # not from the moment it was handed over behind the 0.2 s job in front.
+            a = submit(rtd, {"argv": ["/bin/sleep", "0.2"]})
+            b = submit(rtd, {"argv": ["/bin/sleep", "0.15"], "timeout_s": 0.3})
+            assert wait_final(rtd, b["id"])["state"] == "succeeded", job(rtd, b["id"])
+            assert job(rtd, a["id"])["state"] == "succeeded"
+            assert job(rtd, b["id"])["started_at"] >= job(rtd, a["id"])["ended_at"]
+        finally:
+            subprocess.run(["rm", "-rf", tmp])
+
+
+@test
+def job_waiting_in_the_worker_survives_a_crash():
+    """kill -9 of rtd (its workers die with it, PID 1 of its namespace) while a job waits in a worker behind
+    the running one: after the restart it is queued again and runs once, it is not lost."""
+    with JobRtd() as rtd:
+        tmp = tempfile.mkdtemp(prefix="rtd-ahead-crash-")
+        os.chmod(tmp, 0o755)
+        log = os.path.join(tmp, "ran")
+        try:
+            front = submit(rtd, {"argv": ["/bin/sleep", "30"]})
+            nxt = submit(rtd, {"argv": ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}']})
+            assert job(rtd, nxt["id"])["state"] == "starting", job(rtd, nxt["id"])
+            rtd.kill9()
+            rtd.start()
+            wait_worker(rtd)
+            assert wait_final(rtd, front["id"])["state"] == "lost"
+            j = wait_final(rtd, nxt["id"])
+            assert j["state"] == "succeeded", j
+            assert open(log).read().split() == [str(nxt["id"])]
+            assert "never ran: queued again" in rtd.read_log(), rtd.read_log()[-2000:]
+        finally:
+            subprocess.run(["rm", "-rf", tmp])
 
 
 def started_order(rtd, ids):
