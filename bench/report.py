@@ -6,6 +6,7 @@
 """Usage: bench/report.py RESULTS.json [DOC.md]   (regenerate the report from a kept run)"""
 
 import json
+import re
 import os
 import statistics
 import subprocess
@@ -171,7 +172,13 @@ def attribution(res, load):
 
 
 KTHREAD_PREFIXES = ('kworker/', 'rcu', 'ksoftirqd/', 'migration/', 'kdamond', 'cpuhp/', 'idle_inject/',
-                    'watchdog/', 'irq/', 'kcompactd', 'khugepaged', 'kswapd')
+                    'watchdog/', 'irq/', 'kcompactd', 'khugepaged', 'kswapd', 'khungtaskd', 'kthreadd', 'kauditd',
+                    'oom_reaper', 'jbd2/', 'kblockd', 'pool_workqueue')
+
+
+def per_cpu_kthread(comm):
+        """Bound to one CPU by name: ksoftirqd/1, migration/1, kworker/1:0H (kworker/u… are unbound)."""
+        return re.search(r'/\d+(:\d+H?)?$', comm) is not None
 
 
 LOAD_COMMS = ('hog', 'sched-messaging')        # what bench/run's loads are called in /proc
@@ -412,6 +419,8 @@ def explain(res, causes):
                 own.update(o)
                 other.update(x)
                 ours.update(y)
+        percpu = sorted(k for k in kern if per_cpu_kthread(k))
+        unbound = sorted(k for k in kern if not per_cpu_kthread(k))
         um = unmovable_irqs(res)
         text = {
                 1: (f'The wake-up floor of this VM: a FIFO 99 cyclictest alone on its CPU still has a median '
@@ -424,8 +433,11 @@ def explain(res, causes):
                 3: ('The host: this is a KVM guest; its vCPUs share the host\'s physical CPUs, so two busy vCPUs '
                     'run slower than one busy and one idle vCPU, whatever the guest does.'),
                 4: ('Tasks rtd attributed to the reserved CPU (table above):\n' + '\n'.join('   - ' + x for x in filter(None, [
-                    f'kernel threads {", ".join(sorted(kern))} — per-CPU kthreads cannot be moved at run time '
-                    f'(`rtctl status` lists the boot options, nohz_full/rcu_nocbs, that would)' if kern else '',
+                    f'per-CPU kernel threads {", ".join(percpu)} — they cannot be moved at run time '
+                    f'(`rtctl status` lists the boot options, nohz_full/rcu_nocbs, that would)' if percpu else '',
+                    f'unbound kernel threads {", ".join(unbound)} — movable, and rtd moves them when it runs in the '
+                    f'initial PID namespace (as under systemd), but in the benchmark\'s private PID namespace /proc '
+                    f'does not show them to rtd' if unbound else '',
                     f'processes of other users of this shared VM ({", ".join(sorted(other)[:8])}) — they run '
                     f'outside the benchmark\'s private PID namespace, so rtd\'s affinity backend does not see them; '
                     f'this is the benchmark\'s choice (it never re-pins processes it did not start); rtd with the '
@@ -435,8 +447,8 @@ def explain(res, causes):
                     '`FairServerRuntimeUSec=` would take that away on reserved CPUs, but debugfs refuses it on this '
                     'kernel (EPERM)' if (kern or other) else '',
                     f'tasks of the benchmark\'s own load ({", ".join(sorted(ours))}) that rtd did not move: '
-                    f'most likely forked while the affinity backend was walking /proc, they inherited the old mask (reported to '
-                    f'the reservation owner; the drift check catches them only every CheckIntervalSec)' if ours else '',
+                    f'forked with the old mask by a parent rtd had not moved yet; rtd walks /proc until a pass moves '
+                    f'nothing, and the drift check catches later ones every CheckIntervalSec' if ours else '',
                     f'rtd\'s own {", ".join(sorted(own))} (the idle worker of the reserved CPU, woken by the '
                     f'job hand-over) — reported to the metrics owner, it should count as rtd\'s, not as an '
                     f'intrusion' if own else '',

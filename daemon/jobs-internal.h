@@ -148,6 +148,13 @@ void job_publish(JobManager *jm, Job *j);
 void job_release_cpus(JobManager *jm, Job *j);
 char *job_log_fields(const Job *j);
 void job_requeue(JobManager *jm, Job *j);
+int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead);
+
+/* jobs-ahead.c: the next job waiting in a busy worker */
+void job_hand_ahead(JobManager *jm);
+bool job_take_back_ahead(JobManager *jm);       /* true: a job is on its way back, dispatch waits for it */
+void job_take_back(JobManager *jm, Job *j);
+void job_ahead_arm_limit(JobManager *jm, Job *j, const Job *front);
 
 /* jobs-workers.c: what workers' messages do to jobs, and reservation changes */
 extern const WorkerCallbacks job_worker_callbacks;

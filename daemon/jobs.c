@@ -472,40 +472,10 @@ oom:
 
 /* fresh: a job accepted right now with nobody ahead of it, not yet in the store or the queue. */
 /*
- * Handing ahead pays off for short jobs only; behind a long one the next job would wait in "starting"
- * instead of "queued". So only behind a job started less than AHEAD_WINDOW ago, and taken back once the
- * job in front has run AHEAD_LIMIT.
- */
-#define AHEAD_WINDOW_USEC (20 * 1000ULL)
-#define AHEAD_LIMIT_USEC (100 * 1000ULL)
-
-/* A worker that can hold the next job: it runs a one-CPU job it forked itself, started just now. */
-static bool slot_takes_ahead(JobManager *jm, unsigned cpu, uint64_t now) {
-        WorkerSlot *s = &jm->slots[cpu];
-
-        return s->job && !s->next && worker_is_ready(s->worker) && !s->job->adopted &&
-               s->job->worker_cpu == cpu && cpuset_count(&s->job->cpus) == 1 && !s->job->cancel_requested &&
-               !s->job->timed_out && cpuset_isset(&jm->reserved, cpu) && s->job->handed_mono + AHEAD_WINDOW_USEC > now;
-}
-
-static void take_back(JobManager *jm, Job *j) {
-        if (j->ahead && !j->drop_requested && worker_drop_job(jm->slots[j->worker_cpu].worker, j->id) >= 0)
-                j->drop_requested = true;
-}
-
-static int on_ahead_limit(sd_event_source *s, uint64_t usec, void *userdata) {
-        Job *j = userdata;
-
-        j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
-        take_back(j->jm, j);    /* on_worker_dropped queues it again */
-        return 0;
-}
-
-/*
  * Hand the job to the worker of its first CPU. ahead: that worker runs a job still; this one waits there
  * and starts the moment the running one ends (no round trip through rtd), becoming the CPU's job then.
  */
-static int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead) {
+int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead) {
         int first = cpuset_first(cpus), r;
         Worker *w = jm->slots[first].worker;
         _cleanup_strv_free_ char **env = NULL;
@@ -578,66 +548,14 @@ static int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, boo
                 j->handed_mono = now_usec(CLOCK_MONOTONIC);
                 job_arm_timeout(jm, j, j->handed_mono);
         } else
-                (void) sd_event_add_time(jm->manager->event, &j->ahead_src, CLOCK_MONOTONIC,
-                                         jm->slots[first].job->handed_mono + AHEAD_LIMIT_USEC, 1000, on_ahead_limit,
-                                         j);
+                job_ahead_arm_limit(jm, j, jm->slots[first].job);
         job_publish(jm, j);
         return 0;
 }
 
-/*
- * Every CPU the queue's head could use is busy: hand it to a worker that runs a one-CPU job, to start the
- * moment that job ends. For tiny jobs this takes rtd's round trip (hear of the exit, write the next job,
- * send it) off the reserved CPU's path. Only one-core jobs without explicit CPUs go ahead, one per worker;
- * if a CPU it could use comes free first, the job is taken back (take_back_ahead()).
- */
-static void hand_ahead(JobManager *jm) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-
-        /* Under Policy=priority a later job may overtake: nothing is promised to a worker early. */
-        while (jm->queue_head && jm->manager->config->queue_policy == QUEUE_FCFS) {
-                Job *j = job_queue_pick(jm);
-                CpuSet one;
-                bool handed = false;
-
-                if (j->spec.cores != 1 || j->spec.has_cpus)
-                        return;
-                CPUSET_FOREACH(cpu, &jm->reserved) {
-                        if (!slot_takes_ahead(jm, cpu, now))
-                                continue;
-                        cpuset_zero(&one);
-                        cpuset_set(&one, cpu);
-                        (void) job_start(jm, j, &one, false, true);
-                        handed = true;
-                        break;
-                }
-                if (!handed)
-                        return;
-        }
-}
-
-/*
- * A job waits in a worker while a CPU it could use is free: take it back, to be placed again from the
- * queue. Until it is back (or has started there after all) nothing else is dispatched, so it stays first
- * in line. Returns whether a job is on its way back.
- */
-static bool take_back_ahead(JobManager *jm) {
-        bool returning = false;
-
-        CPUSET_FOREACH(cpu, &jm->ahead_cpus) {
-                Job *n = jm->slots[cpu].next;
-                CpuSet room;
-
-                if (!n->drop_requested && job_place(jm, &n->spec, &room) >= 0)
-                        take_back(jm, n);
-                returning |= n->drop_requested;
-        }
-        return returning;
-}
-
 void job_manager_dispatch(JobManager *jm) {
         jm->dispatch_pending = false;
-        if (take_back_ahead(jm))
+        if (job_take_back_ahead(jm))
                 return;         /* on_worker_dropped() or the job's start dispatches again */
         while (jm->queue_head) {
                 Job *j = job_queue_pick(jm);
@@ -646,7 +564,7 @@ void job_manager_dispatch(JobManager *jm) {
                         break;          /* strict order: the next job waits for room, nobody jumps it */
                 (void) job_start(jm, j, &cpus, false, false);
         }
-        hand_ahead(jm);
+        job_hand_ahead(jm);
 }
 
 static int on_dispatch(sd_event_source *s, void *userdata) {
@@ -821,7 +739,7 @@ int job_manager_cancel(JobManager *jm, uint64_t id, const JobCaller *c, JobState
                         j->reason = NULL;
                 /* Waiting in a worker: take it back unstarted if we can (dropped() finishes it), else it
                  * is terminated once it has a pid, like any starting job. */
-                take_back(jm, j);
+                job_take_back(jm, j);
                 job_terminate(jm, j);
         }
         return 0;

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Handing the next job ahead: when every CPU is busy, the queue's head may wait in the worker of a CPU
+ * whose short job runs, and start there the moment that job ends, without rtd's round trip. The worker
+ * gives it back (WMSG_DROP/DROPPED) when rtd asks. See docs/jobs.md, "Handing the next job ahead".
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "jobs-internal.h"
+#include "manager.h"
+#include "shared/fileio.h"
+
+/*
+ * Handing ahead pays off for short jobs only; behind a long one the next job would wait in "starting"
+ * instead of "queued". So only behind a job started less than AHEAD_WINDOW ago, and taken back once the
+ * job in front has run AHEAD_LIMIT.
+ */
+#define AHEAD_WINDOW_USEC (20 * 1000ULL)
+#define AHEAD_LIMIT_USEC (100 * 1000ULL)
+
+/* A worker that can hold the next job: it runs a one-CPU job it forked itself, started just now. */
+static bool slot_takes_ahead(JobManager *jm, unsigned cpu, uint64_t now) {
+        WorkerSlot *s = &jm->slots[cpu];
+
+        return s->job && !s->next && worker_is_ready(s->worker) && !s->job->adopted &&
+               s->job->worker_cpu == cpu && cpuset_count(&s->job->cpus) == 1 && !s->job->cancel_requested &&
+               !s->job->timed_out && cpuset_isset(&jm->reserved, cpu) && s->job->handed_mono + AHEAD_WINDOW_USEC > now;
+}
+
+void job_take_back(JobManager *jm, Job *j) {
+        if (j->ahead && !j->drop_requested && worker_drop_job(jm->slots[j->worker_cpu].worker, j->id) >= 0)
+                j->drop_requested = true;
+}
+
+static int on_ahead_limit(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
+        job_take_back(j->jm, j);        /* on_worker_dropped() queues it again */
+        return 0;
+}
+
+void job_ahead_arm_limit(JobManager *jm, Job *j, const Job *front) {
+        (void) sd_event_add_time(jm->manager->event, &j->ahead_src, CLOCK_MONOTONIC,
+                                 front->handed_mono + AHEAD_LIMIT_USEC, 1000, on_ahead_limit, j);
+}
+
+/*
+ * Every CPU the queue's head could use is busy: hand it to a worker that runs a one-CPU job, to start the
+ * moment that job ends. For tiny jobs this takes rtd's round trip (hear of the exit, write the next job,
+ * send it) off the reserved CPU's path. Only one-core jobs without explicit CPUs go ahead, one per worker;
+ * if a CPU it could use comes free first, the job is taken back (job_take_back_ahead()).
+ */
+void job_hand_ahead(JobManager *jm) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        /* Under Policy=priority a later job may overtake: nothing is promised to a worker early. */
+        while (jm->queue_head && jm->manager->config->queue_policy == QUEUE_FCFS) {
+                Job *j = job_queue_pick(jm);
+                CpuSet one;
+                bool handed = false;
+
+                if (j->spec.cores != 1 || j->spec.has_cpus)
+                        return;
+                CPUSET_FOREACH(cpu, &jm->reserved) {
+                        if (!slot_takes_ahead(jm, cpu, now))
+                                continue;
+                        cpuset_zero(&one);
+                        cpuset_set(&one, cpu);
+                        (void) job_start(jm, j, &one, false, true);
+                        handed = true;
+                        break;
+                }
+                if (!handed)
+                        return;
+        }
+}
+
+/*
+ * A job waits in a worker while a CPU it could use is free: take it back, to be placed again from the
+ * queue. Until it is back (or has started there after all) nothing else is dispatched, so it stays first
+ * in line. Returns whether a job is on its way back.
+ */
+bool job_take_back_ahead(JobManager *jm) {
+        bool returning = false;
+
+        CPUSET_FOREACH(cpu, &jm->ahead_cpus) {
+                Job *n = jm->slots[cpu].next;
+                CpuSet room;
+
+                if (!n->drop_requested && job_place(jm, &n->spec, &room) >= 0)
+                        job_take_back(jm, n);
+                returning |= n->drop_requested;
+        }
+        return returning;
+}
