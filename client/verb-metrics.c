@@ -67,6 +67,11 @@ static void print_bpf_cost(json_t *j) {
                 secs += num(p, "run_seconds");
                 runs += integer(p, "runs");
         }
+        if (runs == 0 && !json_is_true(json_object_get(j, "bpf_stats_enabled"))) {
+                printf("BPF cost:  not measured (kernel BPF statistics are off; [Metrics] ProgramStats=yes "
+                       "turns them on)\n");
+                return;
+        }
         printf("BPF cost:  %.3f s in %lld runs", secs, runs);
         json_array_foreach(progs, i, p)
                 if (streq(text(p, "name"), "sched_switch"))

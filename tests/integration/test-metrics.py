@@ -346,6 +346,8 @@ def program_stats_follow_the_config():
     try:
         rtd.start()
         assert rtd.ctl_json("metrics")["bpf_stats_enabled"] is False
+        out = rtd.ctl("metrics").stdout
+        assert "BPF cost:  not measured" in out and "ProgramStats=yes" in out, out
         rtd.write_config(base + "[Metrics]\nProgramStats=yes\n")
         rtd.signal(signal.SIGHUP)
         wait_for(lambda: rtd.ctl_json("metrics")["bpf_stats_enabled"])
@@ -353,6 +355,7 @@ def program_stats_follow_the_config():
         progs = {p["name"]: p for p in rtd.ctl_json("metrics")["bpf_programs"]}
         sw = progs["sched_switch"]
         assert sw["runs"] > 0 and sw["run_seconds"] > 0, sw
+        assert "ns/run" in rtd.ctl("metrics").stdout
         print(f"  sched_switch: {sw['runs']} runs, {sw['run_seconds'] / sw['runs'] * 1e9:.0f} ns per run")
         rtd.write_config(base + "[Metrics]\nProgramStats=no\n")
         rtd.signal(signal.SIGHUP)
