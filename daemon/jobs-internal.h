@@ -140,6 +140,7 @@ void job_set_terminate(JobManager *jm, Job *j);
 void job_rearm_timeout(JobManager *jm, Job *j, uint64_t started_mono);
 void job_apply_exit(Job *j, const WorkerExited *e);
 JobState job_final_state(const Job *j);
+JobState job_state_after_exit(Job *j, const WorkerExited *e);         /* sets the reason when it failed */
 /* jobs.c, for jobs-workers.c */
 void job_signal(JobManager *jm, Job *j, int sig);
 void job_terminate(JobManager *jm, Job *j);

@@ -57,17 +57,7 @@ static int read_exit_file(JobManager *jm, uint64_t id, WorkerExited *ret) {
 }
 
 static void finish_from_exit_file(JobManager *jm, Job *j, const WorkerExited *e) {
-        JobState st;
-
-        job_apply_exit(j, e);
-        st = job_final_state(j);
-        if (st == JOB_FAILED && !j->exec_failed) {
-                free(j->reason);
-                if ((j->signal ? asprintf(&j->reason, "killed by signal %d (%s)", j->signal, strsignal(j->signal))
-                               : asprintf(&j->reason, "exited with status %d", j->exit_code)) < 0)
-                        j->reason = NULL;
-        }
-        job_finish(jm, j, st, NULL);
+        job_finish(jm, j, job_state_after_exit(j, e), NULL);
 }
 
 /* Is pid still the job we started? Same session leader, started when we forked it. */

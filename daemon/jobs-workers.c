@@ -118,13 +118,10 @@ JobState job_final_state(const Job *j) {
         return JOB_SUCCEEDED;
 }
 
-static void on_worker_exited(Worker *w, const WorkerExited *e, void *userdata) {
-        JobManager *jm = userdata;
-        Job *j = worker_job(jm, w, e->hdr.job_id);
+/* The exit report's verdict on the job, with the reason when it failed. */
+JobState job_state_after_exit(Job *j, const WorkerExited *e) {
         JobState st;
 
-        if (!j)
-                return;
         job_apply_exit(j, e);
         st = job_final_state(j);
         if (st == JOB_FAILED && !j->exec_failed) {
@@ -133,6 +130,17 @@ static void on_worker_exited(Worker *w, const WorkerExited *e, void *userdata) {
                                : asprintf(&j->reason, "exited with status %d", j->exit_code)) < 0)
                         j->reason = NULL;
         }
+        return st;
+}
+
+static void on_worker_exited(Worker *w, const WorkerExited *e, void *userdata) {
+        JobManager *jm = userdata;
+        Job *j = worker_job(jm, w, e->hdr.job_id);
+        JobState st;
+
+        if (!j)
+                return;
+        st = job_state_after_exit(j, e);
         /*
          * The CPU is idle until the next job arrives: hand it out first, then do this job's bookkeeping
          * (store, cgroup, metrics, events) while the next one already runs.

@@ -4,6 +4,7 @@
 there on its SCHED_FIFO worker. Checks what a user would: policy, priority and affinity seen from inside the
 job, identity and permissions, limits, cancel/timeout, queue order, crash recovery, the bad-input table and
 10,000 jobs from 100 clients. Needs root and at least 2 CPUs; holds /tmp/rtd-knobs.lock while rtd runs."""
+import contextlib
 import http.client
 import pwd
 import json
@@ -399,61 +400,60 @@ def cancel_and_timeout():
         assert api(rtd, "DELETE", f"/v1/jobs/{blocker['id']}")[0] == 202
 
 
+@contextlib.contextmanager
+def ran_log(prefix):
+    """A file that jobs append their RTD_JOB_ID to (in a directory every user can reach), removed after."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(tmp, 0o755)
+    try:
+        yield os.path.join(tmp, "ran")
+    finally:
+        subprocess.run(["rm", "-rf", tmp])
+
+
 @test
 def next_job_waits_in_the_worker():
     """Behind a job that just started, the next one-core job is handed to the busy worker to start the
     moment the running one ends ("starting" meanwhile); behind a job that runs on, it is taken back to the
     queue, and runs once, in order; its timeout counts from its own start."""
-    with JobRtd() as rtd:
-        tmp = tempfile.mkdtemp(prefix="rtd-ahead-")
-        os.chmod(tmp, 0o755)
-        log = os.path.join(tmp, "ran")
-        try:
-            front = submit(rtd, {"argv": ["/bin/sleep", "1"]})
-            nxt = submit(rtd, {"argv": ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}']})
-            assert job(rtd, nxt["id"])["state"] == "starting", job(rtd, nxt["id"])
-            # Taken back once the job in front has run 100 ms: queued again, not started.
-            end = time.time() + 5
-            while job(rtd, nxt["id"])["state"] != "queued" and time.time() < end:
-                time.sleep(0.02)
-            j = job(rtd, nxt["id"])
-            assert j["state"] == "queued" and j["pid"] is None, j
-            assert wait_final(rtd, nxt["id"])["state"] == "succeeded"
-            assert wait_final(rtd, front["id"])["state"] == "succeeded"
-            assert open(log).read().split() == [str(nxt["id"])]         # it ran once
-            # Behind short jobs each waits its turn in the worker; a 0.3 s timeout counts from its own start,
-            # not from the moment it was handed over behind the 0.2 s job in front.
-            a = submit(rtd, {"argv": ["/bin/sleep", "0.2"]})
-            b = submit(rtd, {"argv": ["/bin/sleep", "0.15"], "timeout_s": 0.3})
-            assert wait_final(rtd, b["id"])["state"] == "succeeded", job(rtd, b["id"])
-            assert job(rtd, a["id"])["state"] == "succeeded"
-            assert job(rtd, b["id"])["started_at"] >= job(rtd, a["id"])["ended_at"]
-        finally:
-            subprocess.run(["rm", "-rf", tmp])
+    with JobRtd() as rtd, ran_log("rtd-ahead-") as log:
+        front = submit(rtd, {"argv": ["/bin/sleep", "1"]})
+        nxt = submit(rtd, {"argv": ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}']})
+        assert job(rtd, nxt["id"])["state"] == "starting", job(rtd, nxt["id"])
+        # Taken back once the job in front has run 100 ms: queued again, not started.
+        end = time.time() + 5
+        while job(rtd, nxt["id"])["state"] != "queued" and time.time() < end:
+            time.sleep(0.02)
+        j = job(rtd, nxt["id"])
+        assert j["state"] == "queued" and j["pid"] is None, j
+        assert wait_final(rtd, nxt["id"])["state"] == "succeeded"
+        assert wait_final(rtd, front["id"])["state"] == "succeeded"
+        assert open(log).read().split() == [str(nxt["id"])]         # it ran once
+        # Behind short jobs each waits its turn in the worker; a 0.3 s timeout counts from its own start,
+        # not from the moment it was handed over behind the 0.2 s job in front.
+        a = submit(rtd, {"argv": ["/bin/sleep", "0.2"]})
+        b = submit(rtd, {"argv": ["/bin/sleep", "0.15"], "timeout_s": 0.3})
+        assert wait_final(rtd, b["id"])["state"] == "succeeded", job(rtd, b["id"])
+        assert job(rtd, a["id"])["state"] == "succeeded"
+        assert job(rtd, b["id"])["started_at"] >= job(rtd, a["id"])["ended_at"]
 
 
 @test
 def job_waiting_in_the_worker_survives_a_crash():
     """kill -9 of rtd (its workers die with it, PID 1 of its namespace) while a job waits in a worker behind
     the running one: after the restart it is queued again and runs once, it is not lost."""
-    with JobRtd() as rtd:
-        tmp = tempfile.mkdtemp(prefix="rtd-ahead-crash-")
-        os.chmod(tmp, 0o755)
-        log = os.path.join(tmp, "ran")
-        try:
-            front = submit(rtd, {"argv": ["/bin/sleep", "30"]})
-            nxt = submit(rtd, {"argv": ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}']})
-            assert job(rtd, nxt["id"])["state"] == "starting", job(rtd, nxt["id"])
-            rtd.kill9()
-            rtd.start()
-            wait_worker(rtd)
-            assert wait_final(rtd, front["id"])["state"] == "lost"
-            j = wait_final(rtd, nxt["id"])
-            assert j["state"] == "succeeded", j
-            assert open(log).read().split() == [str(nxt["id"])]
-            assert "never ran: queued again" in rtd.read_log(), rtd.read_log()[-2000:]
-        finally:
-            subprocess.run(["rm", "-rf", tmp])
+    with JobRtd() as rtd, ran_log("rtd-ahead-crash-") as log:
+        front = submit(rtd, {"argv": ["/bin/sleep", "30"]})
+        nxt = submit(rtd, {"argv": ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}']})
+        assert job(rtd, nxt["id"])["state"] == "starting", job(rtd, nxt["id"])
+        rtd.kill9()
+        rtd.start()
+        wait_worker(rtd)
+        assert wait_final(rtd, front["id"])["state"] == "lost"
+        j = wait_final(rtd, nxt["id"])
+        assert j["state"] == "succeeded", j
+        assert open(log).read().split() == [str(nxt["id"])]
+        assert "never ran: queued again" in rtd.read_log(), rtd.read_log()[-2000:]
 
 
 def started_order(rtd, ids):
