@@ -84,6 +84,10 @@ struct {
 } irq_names SEC(".maps");
 
 #define TASK_RUNNING 0
+/* Policies of the fair class (uapi sched.h; vmlinux.h has no macros). */
+#define SCHED_NORMAL 0
+#define SCHED_BATCH 3
+#define SCHED_IDLE 5
 /* prev_state is TASK_REPORT_MAX for a preempted task, never 0 for a blocked one. */
 
 /* Pre-5.14 kernels call it task_struct::state (CO-RE flavour, as libbpf-tools' core_fixes.bpf.h). */
@@ -221,6 +225,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                 bool was_cur = c->cur_pid == prev_pid;
                 __u64 prev_job = was_cur ? c->cur_job_id : 0;
                 struct rtd_task *pt = NULL;
+                bool prev_rtd = false;          /* prev is rtd's (worker, job), looked up when !was_cur */
 
                 /*
                  * Counting events is not enough for jobs: on a busy machine some context switches never
@@ -235,6 +240,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                  */
                 if (!was_cur || prev_job) {
                         pt = task_get(btf, prev, prev_pid, false);
+                        prev_rtd = pt && pt->kind != RTD_TASK_OTHER;
                         if (pt && pt->kind == RTD_TASK_JOB)
                                 prev_job = pt->job_id;
                         else
@@ -301,6 +307,21 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 
                         c->intrusion_ns += ran;
                         intruder_add(cpu, prev_pid, prev, ran);
+                } else if (!was_cur && !prev_rtd && cpu_reserved(cpu)) {
+                        /*
+                         * An intruder whose switch-in never reached us. CFS notes a task's runtime each
+                         * time it picks it (se.prev_sum_exec_runtime), so its slice is known all the same.
+                         */
+                        __u32 policy = TREAD(btf, prev, policy);
+                        __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
+                        __u64 picked = TREAD(btf, prev, se.prev_sum_exec_runtime);
+
+                        if ((policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE) &&
+                            rt > picked) {
+                                c->intrusions++;
+                                c->intrusion_ns += rt - picked;
+                                intruder_add(cpu, prev_pid, prev, rt - picked);
+                        }
                 }
                 if (j) {
                         __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
@@ -331,6 +352,15 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                 }
         }
 
+        /* next's own switch-out never reached us and it is back: the slice noted at its switch-in ended. */
+        if (next_pid && next_pid != prev_pid && c->cur_pid == next_pid && c->cur_intruder && c->cur_start_ns) {
+                __u64 rt = TREAD(btf, next, se.sum_exec_runtime);
+
+                if (rt > c->cur_start_runtime) {
+                        c->intrusion_ns += rt - c->cur_start_runtime;
+                        intruder_add(cpu, next_pid, next, rt - c->cur_start_runtime);
+                }
+        }
         c->cur_pid = next_pid;
         c->cur_intruder = 0;
         c->cur_job_id = 0;
