@@ -173,7 +173,8 @@ static __always_inline void intruder_add(__u32 cpu, __u32 pid, struct task_struc
                 return;
         }
         struct rtd_intruder n = { .ns = delta, .count = 1 };
-        (void) bpf_core_read_str(n.comm, sizeof(n.comm), &t->comm);
+        if (t)          /* else nameless: user space names it from /proc */
+                (void) bpf_core_read_str(n.comm, sizeof(n.comm), &t->comm);
         (void) bpf_map_update_elem(&intruders, &k, &n, BPF_ANY);
 }
 
@@ -316,11 +317,27 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                         __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
                         __u64 picked = TREAD(btf, prev, se.prev_sum_exec_runtime);
 
+                        __u64 slice = 0;
+
                         if ((policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE) &&
                             rt > picked) {
+                                slice = rt - picked;
                                 c->intrusions++;
-                                c->intrusion_ns += rt - picked;
-                                intruder_add(cpu, prev_pid, prev, rt - picked);
+                                c->intrusion_ns += slice;
+                                intruder_add(cpu, prev_pid, prev, slice);
+                        }
+                        /*
+                         * The intruder the CPU still names left unseen too (prev's switch-in was its
+                         * switch-out): it ran from its switch-in until prev's slice began. Wall time,
+                         * so an estimate, but better than losing the slice.
+                         */
+                        if (c->cur_intruder && c->cur_start_ns && c->cur_pid) {
+                                __u64 t = bpf_ktime_get_ns();
+
+                                if (t > c->cur_start_ns + slice) {
+                                        c->intrusion_ns += t - c->cur_start_ns - slice;
+                                        intruder_add(cpu, c->cur_pid, NULL, t - c->cur_start_ns - slice);
+                                }
                         }
                 }
                 if (j) {

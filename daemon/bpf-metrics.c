@@ -364,6 +364,8 @@ static int read_intruders(BpfCollector *b, Sample *s, uint64_t now) {
                 IntruderCounters x = { .cpu = key.cpu, .pid = key.pid, .ns = v.ns, .count = v.count };
                 memcpy(x.comm, v.comm, sizeof x.comm);
                 x.comm[15] = 0;
+                if (!x.comm[0])         /* accounted after the fact, without its task at hand */
+                        read_comm(b->base.proc_fd, key.pid, x.comm);
                 r = add_intruder(s, &x);
                 if (r < 0)
                         return r;
