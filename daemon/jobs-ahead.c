@@ -29,8 +29,16 @@ static bool slot_takes_ahead(JobManager *jm, unsigned cpu, uint64_t now) {
                !s->job->timed_out && cpuset_isset(&jm->reserved, cpu) && s->job->handed_mono + AHEAD_WINDOW_USEC > now;
 }
 
+static int ahead_cpu(JobManager *jm, uint64_t now) {
+        CPUSET_FOREACH(cpu, &jm->reserved)
+                if (slot_takes_ahead(jm, cpu, now))
+                        return (int) cpu;
+        return -1;
+}
+
 void job_take_back(JobManager *jm, Job *j) {
-        if (j->ahead && !j->drop_requested && worker_drop_job(jm->slots[j->worker_cpu].worker, j->id) >= 0)
+        if (job_is_ahead(jm, j) && !j->drop_requested &&
+            worker_drop_job(jm->slots[j->worker_cpu].worker, j->id) >= 0)
                 j->drop_requested = true;
 }
 
@@ -59,22 +67,14 @@ void job_hand_ahead(JobManager *jm) {
         /* Under Policy=priority a later job may overtake: nothing is promised to a worker early. */
         while (jm->queue_head && jm->manager->config->queue_policy == QUEUE_FCFS) {
                 Job *j = job_queue_pick(jm);
+                int cpu = j->spec.cores == 1 && !j->spec.has_cpus ? ahead_cpu(jm, now) : -1;
                 CpuSet one;
-                bool handed = false;
 
-                if (j->spec.cores != 1 || j->spec.has_cpus)
+                if (cpu < 0)
                         return;
-                CPUSET_FOREACH(cpu, &jm->reserved) {
-                        if (!slot_takes_ahead(jm, cpu, now))
-                                continue;
-                        cpuset_zero(&one);
-                        cpuset_set(&one, cpu);
-                        (void) job_start(jm, j, &one, false, true);
-                        handed = true;
-                        break;
-                }
-                if (!handed)
-                        return;
+                cpuset_zero(&one);
+                cpuset_set(&one, (unsigned) cpu);
+                (void) job_start(jm, j, &one, false, true);
         }
 }
 

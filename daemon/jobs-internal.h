@@ -48,8 +48,7 @@ typedef struct Job {
         bool adopted;                   /* running since before this rtd started */
 
         bool cancel_requested, timed_out, exec_failed;
-        bool ahead;                     /* handed to a busy worker, waiting there behind its running job */
-        bool drop_requested;            /* asked that worker to give it back (cancel, or a CPU came free) */
+        bool drop_requested;            /* waiting in a worker (job_is_ahead): asked for it back */
         uint64_t handed_mono;           /* CLOCK_MONOTONIC when it became its worker's running job */
         sd_event_source *ahead_src;     /* ahead: take it back if the job in front runs on too long */
         sd_event_source *timeout_src, *kill_src;
@@ -116,6 +115,11 @@ struct JobManager {
         sd_event_source *dispatch_src, *sweep_src;
 };
 
+/* Handed to a busy worker, it waits there behind that CPU's running job. */
+static inline bool job_is_ahead(const JobManager *jm, const Job *j) {
+        return j->state == JOB_STARTING && jm->slots[j->worker_cpu].next == j;
+}
+
 /* The job waiting in a CPU's worker behind its running one, or NULL; ahead_cpus follows. */
 static inline void slot_set_next(JobManager *jm, unsigned cpu, Job *j) {
         jm->slots[cpu].next = j;
@@ -148,6 +152,7 @@ int job_persist(JobManager *jm, Job *j, bool insert);
 void job_publish(JobManager *jm, Job *j);
 void job_release_cpus(JobManager *jm, Job *j);
 char *job_log_fields(const Job *j);
+void job_unstart(Job *j);
 void job_requeue(JobManager *jm, Job *j);
 int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead);
 

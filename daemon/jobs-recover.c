@@ -187,10 +187,7 @@ static int recover_cb(const StoreJob *sj, void *userdata) {
         if (j->state == JOB_STARTING && j->pid <= 0 && read_exit_file(jm, j->id, &(WorkerExited){}) < 0 &&
             never_ran(jm, j->id)) {
                 log_info("Job %" PRIu64 " was being started when rtd stopped and never ran: queued again", j->id);
-                j->state = JOB_QUEUED;
-                cpuset_zero(&j->cpus);
-                free(j->cgroup);
-                j->cgroup = NULL;
+                job_unstart(j);
                 (void) job_persist(jm, j, false);
         }
         if (j->state == JOB_QUEUED) {

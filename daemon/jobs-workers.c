@@ -31,9 +31,7 @@ static Job *worker_job(JobManager *jm, Worker *w, uint64_t job_id) {
 
 static void on_worker_ready(Worker *w, void *userdata) {
         JobManager *jm = userdata;
-        if (jm->manager->metrics)
-                (void) metrics_track_task(jm->manager->metrics, worker_pid(w), 0, 0);
-        job_manager_schedule(jm);
+        job_manager_schedule(jm);       /* rtd's mark reached the worker at fork (manager.c) */
 }
 
 static void job_set_pid(JobManager *jm, Job *j, pid_t pid) {
@@ -155,7 +153,7 @@ static void on_worker_dropped(Worker *w, uint64_t job_id, void *userdata) {
         JobManager *jm = userdata;
         Job *j = worker_job(jm, w, job_id);
 
-        if (!j || !j->ahead)
+        if (!j || !job_is_ahead(jm, j))
                 return;
         slot_set_next(jm, worker_cpu(w), NULL);
         if (j->cancel_requested)
@@ -294,10 +292,9 @@ int job_manager_set_cpus(JobManager *jm, const CpuSet *reserved) {
         follow_reserved_cgroup(jm);
         CPUSET_FOREACH(cpu, &old)
                 if (!cpuset_isset(reserved, cpu)) {
-                        Job *n = jm->slots[cpu].next;
                         /* A job waiting in that worker comes back to the queue (on_worker_dropped). */
-                        if (n && !n->drop_requested && worker_drop_job(jm->slots[cpu].worker, n->id) >= 0)
-                                n->drop_requested = true;
+                        if (jm->slots[cpu].next)
+                                job_take_back(jm, jm->slots[cpu].next);
                         /* A busy worker stays until its job ends (job_release_cpus lets it go then). */
                         if (!jm->slots[cpu].job)
                                 jm->slots[cpu].worker = worker_free(jm->slots[cpu].worker);

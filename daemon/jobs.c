@@ -293,7 +293,7 @@ void job_release_cpus(JobManager *jm, Job *j) {
                         /* The worker starts the job that waited behind this one right away. */
                         Job *n = slot->next;
                         slot_set_next(jm, cpu, NULL);
-                        n->ahead = n->drop_requested = false;
+                        n->drop_requested = false;
                         n->ahead_src = sd_event_source_disable_unref(n->ahead_src);
                         n->handed_mono = now_usec(CLOCK_MONOTONIC);
                         slot->job = n;
@@ -304,17 +304,22 @@ void job_release_cpus(JobManager *jm, Job *j) {
         }
 }
 
-/* A job a worker gave back unstarted goes back into the queue, in its place. */
-void job_requeue(JobManager *jm, Job *j) {
-        UserCount *u = user_count(jm, j->uid, true);
-
+/* Back to "queued", as if never handed out: no CPUs, no cgroup, no timers. */
+void job_unstart(Job *j) {
         j->state = JOB_QUEUED;
-        j->ahead = j->drop_requested = false;
+        j->drop_requested = false;
         cpuset_zero(&j->cpus);
         free(j->cgroup);
         j->cgroup = NULL;
         j->timeout_src = sd_event_source_disable_unref(j->timeout_src);
         j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
+}
+
+/* A job a worker gave back unstarted goes back into the queue, in its place. */
+void job_requeue(JobManager *jm, Job *j) {
+        UserCount *u = user_count(jm, j->uid, true);
+
+        job_unstart(j);
         queue_insert_in_order(jm, j);
         if (u)
                 u->queued++;
@@ -489,7 +494,6 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         }
         j->state = JOB_STARTING;
         j->cpus = *cpus;
-        j->ahead = ahead;
         if (ahead)
                 slot_set_next(jm, first, j);
         else
@@ -505,15 +509,10 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
          * job is stored once, directly as "starting" (one write instead of two before its exec).
          */
         r = job_persist(jm, j, fresh);
-        if (r < 0 && fresh) {
+        if (r < 0 && fresh) {          /* a fresh job is never handed ahead */
                 CPUSET_FOREACH(cpu, cpus)
                         jm->slots[cpu].job = NULL;
-                slot_set_next(jm, first, NULL);
-                j->ahead = false;
-                free(j->cgroup);
-                j->cgroup = NULL;
-                j->state = JOB_QUEUED;
-                cpuset_zero(&j->cpus);
+                job_unstart(j);
                 return r;
         }
 

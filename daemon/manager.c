@@ -332,6 +332,10 @@ int manager_start(Manager *m) {
         r = metrics_new(m, &m->metrics);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up metrics: %m");
+        metrics_set_program_stats(m->metrics, m->config->program_stats);
+        /* rtd and what it forks (workers, and through them each job until it is marked) are rtd's own, never
+         * intruders: the mark is inherited at fork, so a worker is covered before it first runs. */
+        (void) metrics_track_task(m->metrics, getpid(), 0, 0);
         r = reservation_new(m, &m->reservation);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the reservation: %m");

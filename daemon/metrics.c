@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "manager.h"
 #include "metrics-internal.h"
@@ -89,11 +88,6 @@ int metrics_new(Manager *m, Metrics **ret) {
                         return r;
         } else
                 log_info("BPF metrics attached (%s)", x->collector->ops->attach_mode(x->collector));
-        metrics_set_program_stats(x, m->config && m->config->program_stats);
-        /* rtd and what it forks (workers, and through them each job until it is marked) are rtd's own, never
-         * intruders: the mark is inherited at fork, so a worker is covered before it first runs. */
-        if (m->config)
-                (void) x->collector->ops->track_task(x->collector, getpid(), 0, 0);
 
         collect(x);     /* the first scrape has data */
         if (m->event) {

@@ -178,26 +178,21 @@ static int apply_backend(KnobCtx *k, BackendKind b, const CpuSet *hk, const CpuS
         /* Under the cgroup backends, kthreads and root-cgroup tasks still need their affinity. */
         TaskScope scope = b == BACKEND_AFFINITY ? TASKS_ALL : TASKS_UNCONFINED;
         q = tasks_apply(k, hk, scope, drift, getpid(), ts);
-        if (q < 0 || k->plan)
-                return q;
         /*
-         * A task forked while the pass ran, by a parent not yet moved, has the old mask. Passes repeat
-         * until one finds nothing left to move (a fork loop converges once its parent is moved), at most
-         * a few times; whatever is still left is the drift check's.
+         * A task forked while a pass moved others, by a parent not yet moved, has the old mask. So passes
+         * repeat while they move something (a fork loop converges once its parent is moved), a few times at
+         * most; whatever is still left is the drift check's. A pass that moved nothing ends it.
          */
-        for (unsigned pass = 0; pass < 4; pass++) {
+        for (unsigned pass = 0, moved = ts->moved; q >= 0 && !k->plan && moved > 0 && pass < 4; pass++) {
                 TaskStats more;
 
                 q = tasks_apply(k, hk, scope, drift, getpid(), &more);
-                if (q < 0)
-                        return q;
                 ts->moved += more.moved;
                 ts->drifted += more.drifted;
                 ts->inherited += more.inherited;
-                if (more.moved == 0)
-                        break;
+                moved = more.moved;
         }
-        return 0;
+        return q < 0 ? q : 0;
 }
 
 static void apply_irqs(Reservation *r, KnobCtx *k, const CpuSet *hk, const CpuSet *reserved, bool drift,

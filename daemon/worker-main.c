@@ -369,35 +369,36 @@ static void on_drop(uint64_t id) {
         (void) send_msg(&m, sizeof m);
 }
 
+/* A note for the next rtd in the output directory, durable before the worker goes on. */
+static void write_note(const char *name, const char *text, size_t len) {
+        int fd = openat(WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+        if (fd < 0)
+                return;
+        (void) !write(fd, text, len);
+        (void) fsync(fd);
+        close(fd);
+}
+
 /* rtd is gone: tell the next rtd the waiting job never ran, so it queues it again. */
 static void write_unstarted_file(uint64_t id) {
         char name[64];
-        int fd;
 
         snprintf(name, sizeof name, WORKER_UNSTARTED_FILE_FMT, id);
-        fd = openat(WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return;
-        (void) fsync(fd);
-        close(fd);
+        write_note(name, "", 0);
 }
 
 /* rtd is gone: leave the result where the next rtd will look for it. */
 static void write_exit_file(const WorkerExited *e) {
         char name[64], text[512];
-        int fd, n;
+        int n;
 
         snprintf(name, sizeof name, WORKER_EXIT_FILE_FMT, e->hdr.job_id);
         n = snprintf(text, sizeof text,
                      "status=%d\nutime_usec=%" PRIu64 "\nstime_usec=%" PRIu64 "\nnvcsw=%" PRIu64 "\nnivcsw=%" PRIu64
                      "\nmaxrss_kb=%" PRIu64 "\nrealtime_usec=%" PRIu64 "\n",
                      e->status, e->utime_usec, e->stime_usec, e->nvcsw, e->nivcsw, e->maxrss_kb, e->realtime_usec);
-        fd = openat(WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return;
-        (void) !write(fd, text, n);
-        (void) fsync(fd);
-        close(fd);
+        write_note(name, text, (size_t) n);
 }
 
 static void reap(void) {
