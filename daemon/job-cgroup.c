@@ -172,9 +172,18 @@ int job_cgroup_signal(int dir_fd, const char *name, int sig) {
         return 0;
 }
 
-uint64_t job_cgroup_id(int dir_fd, const char *name) {
+int job_cgroup_make(int dir_fd, const char *name, uint64_t *ret_id) {
         struct stat st;
-        return dir_fd >= 0 && fstatat(dir_fd, name, &st, 0) >= 0 ? (uint64_t) st.st_ino : 0;
+        int fd;
+
+        if (mkdirat(dir_fd, name, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        /* The cgroup id is its inode number on cgroup2: what BPF's bpf_get_current_cgroup_id() reports. */
+        *ret_id = fstat(fd, &st) >= 0 ? (uint64_t) st.st_ino : 0;
+        return fd;
 }
 
 int job_cgroup_remove(int dir_fd, const char *name) {

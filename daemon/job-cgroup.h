@@ -18,8 +18,8 @@ void job_cgroups_done(JobCgroups *c);
 
 /* Signal every process in dir_fd/name: SIGKILL through cgroup.kill, others through cgroup.procs. */
 int job_cgroup_signal(int dir_fd, const char *name, int sig);
-/* The cgroup id (its inode number on cgroup2), 0 if unknown. */
-uint64_t job_cgroup_id(int dir_fd, const char *name);
+/* Make dir_fd/name (or take it if it exists); its directory fd (close-on-exec) and cgroup id, or -errno. */
+int job_cgroup_make(int dir_fd, const char *name, uint64_t *ret_id);
 int job_cgroup_remove(int dir_fd, const char *name);
 
 /* Pure helpers, exposed for tests. */

@@ -15,6 +15,7 @@ typedef struct Store Store;
 typedef struct StoreJob StoreJob;
 
 #define JOB_BUCKETS 16384
+#define SPARE_TARGET 64
 
 typedef struct Job {
         struct JobManager *jm;
@@ -36,6 +37,7 @@ typedef struct Job {
         pid_t pid;
         uint64_t boottime_usec;         /* CLOCK_BOOTTIME at fork, to recognise the pid after a restart */
         char *cgroup;                   /* cgroup name under the job cgroup dir, or NULL */
+        uint64_t cgroup_id;             /* its id once made, else 0 */
 
         int exit_code;                  /* -1: none */
         int signal;
@@ -111,6 +113,7 @@ struct JobManager {
         bool dispatch_pending;
         bool assume_workers_ready;      /* unit tests: place without worker processes */
         uint64_t spare_first, spare_next;       /* pre-made output files spare-<n>, n in [first, next) */
+        int spare_fds[SPARE_TARGET];            /* spare-<n> open for writing, at n % SPARE_TARGET */
         sd_event_source *spare_src;
         sd_event_source *dispatch_src, *sweep_src;
 };

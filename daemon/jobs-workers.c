@@ -72,8 +72,7 @@ static void on_worker_exec(Worker *w, uint64_t job_id, pid_t pid, uint64_t mono,
         }
         if (jm->manager->metrics) {
                 metrics_observe_dispatch(jm->manager->metrics, j->dispatch_usec);
-                (void) metrics_track_task(jm->manager->metrics, pid, j->id,
-                                          j->cgroup ? job_cgroup_id(jm->cgroups.dir_fd, j->cgroup) : 0);
+                (void) metrics_track_task(jm->manager->metrics, pid, j->id, j->cgroup_id);
         }
         (void) job_persist(jm, j, false);
         job_publish(jm, j);
@@ -89,8 +88,7 @@ static void on_worker_exec_failed(Worker *w, uint64_t job_id, const char *stage,
                 j->reason = NULL;
         j->exec_failed = true;
         /* No child was made: nothing will be reaped, so finish here. Else the exit report follows. */
-        if (streq(stage, "fork") || streq(stage, "protocol") || streq(stage, "worker busy") ||
-            streq(stage, "mkdir cgroup"))
+        if (streq(stage, "fork") || streq(stage, "protocol") || streq(stage, "worker busy"))
                 job_finish(jm, j, JOB_FAILED, NULL);
 }
 
@@ -170,7 +168,6 @@ static void slot_spawn(JobManager *jm, unsigned cpu) {
                 .path = jm->worker_path,
                 .priority = jm->manager->config->worker_priority,
                 .output_dir_fd = jm->output_fd,
-                .cgroup_dir_fd = jm->cgroups.dir_fd,
                 .spawn_cgroup_fd = jm->reserved_cgroup_fd,
         };
         int r;

@@ -309,8 +309,11 @@ void job_unstart(Job *j) {
         j->state = JOB_QUEUED;
         j->drop_requested = false;
         cpuset_zero(&j->cpus);
+        if (j->cgroup && j->jm->cgroups.dir_fd >= 0)
+                (void) job_cgroup_remove(j->jm->cgroups.dir_fd, j->cgroup);     /* made, never entered */
         free(j->cgroup);
         j->cgroup = NULL;
+        j->cgroup_id = 0;
         j->timeout_src = sd_event_source_disable_unref(j->timeout_src);
         j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
 }
@@ -376,34 +379,61 @@ void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, 
 /* ---- output files ---- */
 
 /*
- * Output files are made ahead of time, when the loop is idle: creating a file costs 0.1-0.3 ms on ext4,
- * which would otherwise sit between accepting a job and its exec. The job's child renames two of them to
- * <id>.stdout/.stderr and hands them to the user; with none left it creates its own.
+ * Output files are made ahead of time, when the loop is idle, and kept open: creating a file costs 0.1-0.3
+ * ms on ext4, which would otherwise sit between accepting a job and its exec, on the job's CPU. rtd passes
+ * two of them to the worker, already the user's; the job's child renames them to <id>.stdout/.stderr.
+ * With none left the child creates its own.
  */
-#define SPARE_TARGET 64
-
 static int on_spare(sd_event_source *s, void *userdata) {
         JobManager *jm = userdata;
         char name[32];
 
-        /* One file per turn of the loop: a job's exit or start never waits behind more than one. */
-        snprintf(name, sizeof name, "spare-%" PRIu64, jm->spare_next);
-        int fd = openat(jm->output_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return 0;       /* full disk or the like: jobs create their own files */
-        close(fd);
-        jm->spare_next++;
+        /*
+         * One job's worth (two files) per turn of the loop: a job's exit or start never waits behind more,
+         * and a flood of jobs, which takes a turn or two per job, does not use them up.
+         */
+        for (int i = 0; i < 2 && jm->spare_next - jm->spare_first < SPARE_TARGET; i++) {
+                snprintf(name, sizeof name, "spare-%" PRIu64, jm->spare_next);
+                int fd = openat(jm->output_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        return 0;       /* full disk or the like: jobs create their own files */
+                jm->spare_fds[jm->spare_next++ % SPARE_TARGET] = fd;
+        }
         if (jm->spare_next - jm->spare_first < SPARE_TARGET)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
 }
 
-static bool take_spare(JobManager *jm, char *ret, size_t size) {
+/* The oldest spare: its name in ret and its descriptor (the caller's to close), or -1 if none is left. */
+static int take_spare(JobManager *jm, char *ret, size_t size) {
         if (jm->spare_first == jm->spare_next)
-                return false;
-        snprintf(ret, size, "spare-%" PRIu64, jm->spare_first++);
+                return -1;
+        snprintf(ret, size, "spare-%" PRIu64, jm->spare_first);
         if (jm->spare_src)
                 (void) sd_event_source_set_enabled(jm->spare_src, SD_EVENT_ONESHOT);
+        return jm->spare_fds[jm->spare_first++ % SPARE_TARGET];
+}
+
+static void close_spares(JobManager *jm) {
+        while (jm->spare_first != jm->spare_next)
+                safe_close(jm->spare_fds[jm->spare_first++ % SPARE_TARGET]);
+}
+
+/* Two spares for j's stdout and stderr, made the user's; false (and none taken) unless both are there. */
+static bool take_output_spares(JobManager *jm, const Job *j, WorkerJob *wj, char *out, char *err, size_t size) {
+        if (jm->spare_next - jm->spare_first < 2)
+                return false;
+        wj->stdout_fd = take_spare(jm, out, size);
+        wj->stderr_fd = take_spare(jm, err, size);
+        wj->spare_stdout = out;
+        wj->spare_stderr = err;
+        /* Owned by the user before the job can write: readable by them and root only (0600). If that fails,
+         * the child makes its own files and says why it could not. */
+        if (fchown(wj->stdout_fd, j->uid, j->gid) < 0 || fchown(wj->stderr_fd, j->uid, j->gid) < 0) {
+                wj->stdout_fd = safe_close(wj->stdout_fd);
+                wj->stderr_fd = safe_close(wj->stderr_fd);
+                return false;
+        }
         return true;
 }
 
@@ -484,7 +514,8 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         int first = cpuset_first(cpus), r;
         Worker *w = jm->slots[first].worker;
         _cleanup_strv_free_ char **env = NULL;
-        char cgroup[64];
+        _cleanup_close_ int cgroup_fd = -EBADF;
+        char cgroup[64], spare_out[32], spare_err[32];
 
         if (!fresh) {
                 queue_remove(jm, j);
@@ -516,9 +547,15 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 return r;
         }
 
-        char spare_out[32], spare_err[32];
-        bool have_spares = jm->spare_next - jm->spare_first >= 2 && take_spare(jm, spare_out, sizeof spare_out) &&
-                           take_spare(jm, spare_err, sizeof spare_err);
+        /* The job's cgroup is made here, on rtd's CPU: its CPU only forks the job into it. */
+        if (j->cgroup) {
+                cgroup_fd = job_cgroup_make(jm->cgroups.dir_fd, j->cgroup, &j->cgroup_id);
+                if (cgroup_fd < 0) {
+                        job_finish(jm, j, JOB_FAILED, "could not make the job's cgroup %s/%s: %s",
+                                   jm->cgroups.path, j->cgroup, strerror(-cgroup_fd));
+                        return 0;
+                }
+        }
 
         env = job_env(j);
         WorkerJob wj = {
@@ -530,14 +567,18 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 .groups = j->groups,
                 .n_groups = j->n_groups,
                 .cpus = &j->cpus,
-                .cgroup_name = j->cgroup,
-                .spare_stdout = have_spares ? spare_out : NULL,
-                .spare_stderr = have_spares ? spare_err : NULL,
+                .cgroup_fd = cgroup_fd,
+                .stdout_fd = -EBADF,
+                .stderr_fd = -EBADF,
                 .cwd = j->spec.cwd ?: "/",
                 .argv = j->spec.argv,
                 .env = env,
         };
+        (void) take_output_spares(jm, j, &wj, spare_out, spare_err, sizeof spare_out);
         r = env ? worker_send_job(w, &wj) : -ENOMEM;
+        /* The worker has its own copies now. Spares it never renames are removed when rtd next starts. */
+        safe_close(wj.stdout_fd);
+        safe_close(wj.stderr_fd);
         if (r < 0) {
                 job_finish(jm, j, JOB_FAILED, "could not hand the job to the worker on CPU %d: %s", first,
                            strerror(-r));
@@ -878,6 +919,7 @@ JobManager *job_manager_free(JobManager *jm) {
         }
         sd_event_source_disable_unref(jm->dispatch_src);
         sd_event_source_disable_unref(jm->spare_src);
+        close_spares(jm);
         sd_event_source_disable_unref(jm->sweep_src);
         store_free(jm->store);
         job_cgroups_done(&jm->cgroups);

@@ -2,18 +2,42 @@
 /* SQLite job store: one table of jobs (indexed columns + JSON), schema versions in PRAGMA user_version. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "shared/macro.h"
 #include "store.h"
+
+/*
+ * Checkpoints (copying the WAL into the database, with an fsync on each) run in a thread of their own, on
+ * a connection of their own: SQLite's automatic checkpoint would run them inside a commit, stalling rtd's
+ * loop, and with it the next job's dispatch, for as long as the disk takes to sync (milliseconds). The
+ * loop's commits only nudge the thread, through an eventfd, once the WAL has grown past
+ * STORE_CHECKPOINT_PAGES; a PASSIVE checkpoint never blocks the loop's writes.
+ */
+#define STORE_CHECKPOINT_PAGES 1000     /* SQLite's own default for the automatic checkpoint */
+
+typedef struct Checkpointer {
+        sqlite3 *db;
+        pthread_t thread;
+        int wake_fd;                    /* eventfd: a checkpoint is due */
+        atomic_bool busy;               /* nudged and not done yet: no more nudges meanwhile */
+        atomic_bool stop;
+        bool running;
+} Checkpointer;
 
 struct Store {
         sqlite3 *db;
         sqlite3_stmt *insert, *update;
         char instance[17];
+        Checkpointer ckpt;
 };
 
 /*
@@ -127,6 +151,73 @@ static int load_instance(Store *s) {
         return r;
 }
 
+static void *checkpoint_thread(void *userdata) {
+        Checkpointer *c = userdata;
+        struct sched_param idle = {};
+        uint64_t n;
+
+        /* Background work on the housekeeping CPUs: it must not take them from the loop. */
+        (void) pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+        while (read(c->wake_fd, &n, sizeof n) == sizeof n || errno == EINTR) {
+                if (atomic_load(&c->stop))
+                        break;
+                (void) sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+                atomic_store(&c->busy, false);
+        }
+        return NULL;
+}
+
+/* After each commit of the loop's connection: nudge the thread when the WAL is long enough. */
+static int on_wal_commit(void *userdata, sqlite3 *db, const char *name, int pages) {
+        Checkpointer *c = userdata;
+        uint64_t one = 1;
+
+        if (pages >= STORE_CHECKPOINT_PAGES && !atomic_exchange(&c->busy, true))
+                (void) !write(c->wake_fd, &one, sizeof one);
+        return SQLITE_OK;
+}
+
+static int checkpointer_start(Store *s, const char *path) {
+        Checkpointer *c = &s->ckpt;
+        int r;
+
+        c->wake_fd = eventfd(0, EFD_CLOEXEC);
+        if (c->wake_fd < 0)
+                return -errno;
+        r = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+        if (r != SQLITE_OK)
+                return sqlite_to_errno(r);
+        sqlite3_busy_timeout(c->db, 1000);
+        /* A connection learns that the database is in WAL mode only once it reads it: checkpoints on it
+         * are no-ops until then. */
+        r = sqlite_to_errno(sqlite3_exec(c->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL));
+        if (r < 0)
+                return r;
+        r = pthread_create(&c->thread, NULL, checkpoint_thread, c);
+        if (r != 0)
+                return -r;
+        c->running = true;
+        /* Replaces SQLite's automatic checkpoint, which is a WAL hook too. */
+        sqlite3_wal_hook(s->db, on_wal_commit, c);
+        return 0;
+}
+
+static void checkpointer_stop(Checkpointer *c) {
+        uint64_t one = 1;
+
+        if (c->running) {
+                atomic_store(&c->stop, true);
+                (void) !write(c->wake_fd, &one, sizeof one);
+                pthread_join(c->thread, NULL);
+                c->running = false;
+        }
+        sqlite3_close_v2(c->db);
+        c->db = NULL;
+        if (c->wake_fd >= 0)
+                close(c->wake_fd);
+        c->wake_fd = -1;
+}
+
 int store_open(int dir_fd, const char *name, Store **ret) {
         _cleanup_free_ char *path = NULL;
         Store *s;
@@ -143,6 +234,7 @@ int store_open(int dir_fd, const char *name, Store **ret) {
         s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
+        s->ckpt.wake_fd = -1;
         r = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
         if (r != SQLITE_OK) {
                 r = sqlite_to_errno(r);
@@ -157,6 +249,9 @@ int store_open(int dir_fd, const char *name, Store **ret) {
         if (r < 0)
                 goto fail;
         r = load_instance(s);
+        if (r < 0)
+                goto fail;
+        r = checkpointer_start(s, path);
         if (r < 0)
                 goto fail;
         if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (id, state, uid, seq, data) VALUES (?, ?, ?, ?, ?)", -1,
@@ -176,9 +271,12 @@ fail:
 Store *store_free(Store *s) {
         if (!s)
                 return NULL;
+        if (s->db)
+                sqlite3_wal_hook(s->db, NULL, NULL);
+        checkpointer_stop(&s->ckpt);
         sqlite3_finalize(s->insert);
         sqlite3_finalize(s->update);
-        sqlite3_close_v2(s->db);
+        sqlite3_close_v2(s->db);     /* the last connection: SQLite checkpoints what is left */
         free(s);
         return NULL;
 }

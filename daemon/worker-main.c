@@ -38,17 +38,50 @@ typedef union StartBuf {
         char raw[sizeof(WorkerStart) + 65536 * sizeof(gid_t) + 256 * 1024];
 } StartBuf;
 
+/* A message from rtd with the file descriptors that came with it (see WORKER_START_CGROUP). */
+typedef struct Inbox {
+        StartBuf b;
+        size_t size;
+        int fds[WORKER_START_MAX_FDS];
+        unsigned n_fds;
+} Inbox;
+
+/* What a START's descriptors are for; -1 where none came. */
+typedef struct JobFds {
+        int cgroup, out, err;
+} JobFds;
+
 /*
  * Messages arrive in `in`. rtd may hand over the next job while one runs: that START waits in `pending`
- * and starts the moment the running job is reaped, without a round trip to rtd. The two buffers swap.
+ * and starts the moment the running job is reaped, without a round trip to rtd. The two inboxes swap.
  */
-static StartBuf bufs[2];
-static StartBuf *in = &bufs[0], *pending;
-static size_t pending_size;
+static Inbox inboxes[2];
+static Inbox *in = &inboxes[0], *pending;
 
 static int sock = WORKER_FD_SOCKET;
 static cpu_set_t worker_mask;           /* the worker's own CPU: a job on exactly it inherits the mask */
-static int cgroup_dir = -EBADF;
+
+static void inbox_close_fds(Inbox *m) {
+        for (unsigned i = 0; i < m->n_fds; i++)
+                close(m->fds[i]);
+        m->n_fds = 0;
+}
+
+/* The START's descriptors by purpose, or false when they do not match its flags. */
+static bool inbox_job_fds(const Inbox *m, JobFds *ret) {
+        const WorkerStart *st = &m->b.start;
+        unsigned i = 0;
+
+        *ret = (JobFds){ -1, -1, -1 };
+        if (st->flags & WORKER_START_CGROUP)
+                ret->cgroup = i < m->n_fds ? m->fds[i++] : -1;
+        if (st->flags & WORKER_START_OUTPUT) {
+                ret->out = i < m->n_fds ? m->fds[i++] : -1;
+                ret->err = i < m->n_fds ? m->fds[i++] : -1;
+        }
+        return i == m->n_fds && ((st->flags & WORKER_START_CGROUP) ? ret->cgroup >= 0 : true) &&
+               ((st->flags & WORKER_START_OUTPUT) ? ret->err >= 0 : true);
+}
 
 static uint64_t now_us(clockid_t clk) {
         struct timespec ts;
@@ -83,14 +116,17 @@ static int write_str_at(int dir, const char *path, const char *s) {
         return (int) n;
 }
 
-static int open_output(const WorkerStart *st, const char *suffix, const char *spare) {
+/*
+ * The job's <id>.<suffix> output file: the one rtd passed, under its final name (renaming the spare rtd
+ * made is also what tells a restarted rtd that the job got this far), else one made here.
+ */
+static int open_output(const WorkerStart *st, const char *suffix, const char *spare, int passed) {
         char name[64];
         int fd;
 
         snprintf(name, sizeof name, "%" PRIu64 ".%s", st->hdr.job_id, suffix);
-        /* Renaming a file rtd made ahead of time is ~5x cheaper than creating one on ext4. */
-        if (*spare)
-                (void) renameat(WORKER_FD_OUTPUT_DIR, spare, WORKER_FD_OUTPUT_DIR, name);
+        if (passed >= 0 && renameat(WORKER_FD_OUTPUT_DIR, spare, WORKER_FD_OUTPUT_DIR, name) == 0)
+                return passed;
         fd = openat(WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
@@ -127,7 +163,8 @@ static const char *resolve(const char *cmd, char *const *env, char *out, size_t 
  * The job's child. It may share the worker's memory (vfork-style): it writes only to its own stack and
  * makes raw system calls, and never returns.
  */
-static _Noreturn void child_run(const WorkerStart *st, const gid_t *groups, char *strings, bool born_in_cgroup) {
+static _Noreturn void child_run(const WorkerStart *st, const gid_t *groups, char *strings, const JobFds *fds,
+                                bool born_in_cgroup) {
         char *cwd = strings, *argv[st->n_argv + 1], *env[st->n_env + 1], *p = strings, exe[4096];
         cpu_set_t mask;
         struct sched_param sp = { .sched_priority = st->policy == SCHED_OTHER ? 0 : st->priority };
@@ -146,10 +183,8 @@ static _Noreturn void child_run(const WorkerStart *st, const gid_t *groups, char
         sigprocmask(SIG_SETMASK, &all, NULL);
 
         /* Not born into the job's cgroup (no clone3): join it first, before anything else could fork. */
-        if ((st->flags & WORKER_START_CGROUP) && !born_in_cgroup) {
-                char procs[128];
-                snprintf(procs, sizeof procs, "%s/cgroup.procs", st->cgroup_name);
-                int r = write_str_at(cgroup_dir, procs, "0");
+        if (fds->cgroup >= 0 && !born_in_cgroup) {
+                int r = write_str_at(fds->cgroup, "cgroup.procs", "0");
                 if (r < 0)
                         child_fail(st->hdr.job_id, "cgroup", -r);
         }
@@ -165,10 +200,10 @@ static _Noreturn void child_run(const WorkerStart *st, const gid_t *groups, char
         fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0 || dup2(fd, STDIN_FILENO) < 0)
                 child_fail(st->hdr.job_id, "stdin", errno);
-        fd = open_output(st, "stdout", st->spare_stdout);
+        fd = open_output(st, "stdout", st->spare_stdout, fds->out);
         if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
                 child_fail(st->hdr.job_id, "stdout", fd < 0 ? -fd : errno);
-        fd = open_output(st, "stderr", st->spare_stderr);
+        fd = open_output(st, "stderr", st->spare_stderr, fds->err);
         if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
                 child_fail(st->hdr.job_id, "stderr", fd < 0 ? -fd : errno);
 
@@ -209,6 +244,7 @@ typedef struct ChildArgs {
         const WorkerStart *st;
         const gid_t *groups;
         char *strings;
+        JobFds fds;
         bool born_in_cgroup;
 } ChildArgs;
 
@@ -249,18 +285,19 @@ __asm__(".text\n"
 
 static pid_t job_pid;
 static uint64_t job_id;
-static char job_cgroup[64];
+static int job_cgroup = -EBADF;         /* the running job's cgroup directory */
 static int orphan;
 
 #ifdef HAVE_RTD_CLONE3
 static int child_entry(void *p) {
         const ChildArgs *a = p;
-        child_run(a->st, a->groups, a->strings, a->born_in_cgroup);
+        child_run(a->st, a->groups, a->strings, &a->fds, a->born_in_cgroup);
 }
 #endif
 
-/* The job's pid, born in cgroup cg when cg >= 0 and the kernel can (else the child joins it), or -1. */
-static pid_t spawn_job(ChildArgs *a, int cg) {
+/* The job's pid, born in its cgroup when it has one and the kernel can (else the child joins it), or -1. */
+static pid_t spawn_job(ChildArgs *a) {
+        int cg = a->fds.cgroup;
         CloneArgs ca = { .exit_signal = SIGCHLD };
         long r;
 
@@ -283,33 +320,41 @@ static pid_t spawn_job(ChildArgs *a, int cg) {
         if (cg >= 0) {
                 r = syscall(SYS_clone3, &ca, sizeof ca);
                 if (r == 0)
-                        child_run(a->st, a->groups, a->strings, true);
+                        child_run(a->st, a->groups, a->strings, &a->fds, true);
                 if (r > 0)
                         return (pid_t) r;
         }
         a->born_in_cgroup = false;
         r = fork();
         if (r == 0)
-                child_run(a->st, a->groups, a->strings, false);
+                child_run(a->st, a->groups, a->strings, &a->fds, false);
         return (pid_t) r;
 }
 
-static void start_job(const StartBuf *b, size_t size) {
-        const WorkerStart *st = &b->start;
+static void send_exec_failed(uint64_t id, const char *stage, int err) {
+        WorkerExec f = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = id }, .error = err };
+        snprintf(f.stage, sizeof f.stage, "%s", stage);
+        (void) send_msg(&f, sizeof f);
+}
+
+/* Run the job in m now; its descriptors are used up either way (the cgroup's is kept while it runs). */
+static void start_job(Inbox *m) {
+        const WorkerStart *st = &m->b.start;
         size_t need = sizeof *st + (size_t) st->n_groups * sizeof(gid_t) + st->strings_size;
-        char *strings = (char *) b->raw + sizeof *st + (size_t) st->n_groups * sizeof(gid_t);
-        WorkerStarted m = { .hdr = { .type = WMSG_STARTED, .job_id = st->hdr.job_id } };
+        char *strings = (char *) m->b.raw + sizeof *st + (size_t) st->n_groups * sizeof(gid_t);
+        WorkerStarted started = { .hdr = { .type = WMSG_STARTED, .job_id = st->hdr.job_id } };
+        ChildArgs ca = { .st = st, .groups = (const gid_t *) (m->b.raw + sizeof *st), .strings = strings };
         pid_t pid;
 
-        if (size < sizeof *st || size != need || st->strings_size == 0 || strings[st->strings_size - 1] != 0 ||
-            ((st->flags & WORKER_START_CGROUP) && cgroup_dir < 0)) {
-                WorkerExec f = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = st->hdr.job_id }, .error = EBADMSG };
-                snprintf(f.stage, sizeof f.stage, "protocol");
-                (void) send_msg(&f, sizeof f);
+        if (m->size < sizeof *st || m->size != need || st->strings_size == 0 || strings[st->strings_size - 1] != 0 ||
+            !inbox_job_fds(m, &ca.fds)) {
+                inbox_close_fds(m);
+                send_exec_failed(st->hdr.job_id, "protocol", EBADMSG);
                 return;
         }
         if (job_pid > 0) {
                 WorkerMsg busy = { .type = WMSG_BUSY, .job_id = st->hdr.job_id };
+                inbox_close_fds(m);
                 (void) send_msg(&busy, sizeof busy);
                 return;
         }
@@ -318,52 +363,41 @@ static void start_job(const StartBuf *b, size_t size) {
          * The child is born in its cgroup (clone3 + CLONE_INTO_CGROUP): moving a task between cgroups takes
          * the cgroup threadgroup lock for writing, which costs an RCU grace period (~0.5 ms here).
          */
-        int cg = -EBADF;
-        if (st->flags & WORKER_START_CGROUP) {
-                if (mkdirat(cgroup_dir, st->cgroup_name, 0755) < 0 && errno != EEXIST) {
-                        WorkerExec f = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = st->hdr.job_id },
-                                         .error = errno };
-                        snprintf(f.stage, sizeof f.stage, "mkdir cgroup");
-                        (void) send_msg(&f, sizeof f);
-                        return;
-                }
-                cg = openat(cgroup_dir, st->cgroup_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        }
-        ChildArgs ca = { .st = st, .groups = (const gid_t *) (b->raw + sizeof *st), .strings = strings };
-        pid = spawn_job(&ca, cg);
+        pid = spawn_job(&ca);
         if (pid < 0) {
-                WorkerExec f = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = st->hdr.job_id }, .error = errno };
-                snprintf(f.stage, sizeof f.stage, "fork");
-                (void) send_msg(&f, sizeof f);
-                if (cg >= 0)
-                        close(cg);
+                int err = errno;
+                inbox_close_fds(m);
+                send_exec_failed(st->hdr.job_id, "fork", err);
                 return;
         }
-        if (cg >= 0)
-                close(cg);
-
+        /* The child has its own copies by now (it has exec'd or failed): keep only the cgroup's. */
+        if (ca.fds.out >= 0)
+                close(ca.fds.out);
+        if (ca.fds.err >= 0)
+                close(ca.fds.err);
+        m->n_fds = 0;
+        job_cgroup = ca.fds.cgroup;
         job_pid = pid;
         job_id = st->hdr.job_id;
-        snprintf(job_cgroup, sizeof job_cgroup, "%s", (st->flags & WORKER_START_CGROUP) ? st->cgroup_name : "");
-        m.pid = pid;
-        m.boottime_usec = now_us(CLOCK_BOOTTIME);
-        (void) send_msg(&m, sizeof m);
+        started.pid = pid;
+        started.boottime_usec = now_us(CLOCK_BOOTTIME);
+        (void) send_msg(&started, sizeof started);
 }
 
 /* START: run it now, or keep it for when the running job ends (one at most waits). */
-static void on_start(size_t size) {
+static void on_start(void) {
         if (job_pid <= 0 || pending) {
-                start_job(in, size);    /* refused as busy if a job runs and another waits already */
+                start_job(in);          /* refused as busy if a job runs and another waits already */
                 return;
         }
         pending = in;
-        pending_size = size;
-        in = in == &bufs[0] ? &bufs[1] : &bufs[0];
+        in = in == &inboxes[0] ? &inboxes[1] : &inboxes[0];
 }
 
 static void on_drop(uint64_t id) {
-        if (!pending || pending->start.hdr.job_id != id)
+        if (!pending || pending->b.start.hdr.job_id != id)
                 return;         /* started already: STARTED is on its way */
+        inbox_close_fds(pending);
         pending = NULL;
         WorkerMsg m = { .type = WMSG_DROPPED, .job_id = id };
         (void) send_msg(&m, sizeof m);
@@ -431,10 +465,10 @@ static void reap(void) {
                  * The job is its main process: whatever it left behind goes with it, freeing the CPU. Done
                  * after the report so rtd picks the next job meanwhile; its START is read only after this.
                  */
-                if (job_cgroup[0] && cgroup_dir >= 0) {
-                        char kill_path[128];
-                        snprintf(kill_path, sizeof kill_path, "%s/cgroup.kill", job_cgroup);
-                        (void) write_str_at(cgroup_dir, kill_path, "1");
+                if (job_cgroup >= 0) {
+                        (void) write_str_at(job_cgroup, "cgroup.kill", "1");
+                        close(job_cgroup);
+                        job_cgroup = -EBADF;
                 }
                 (void) kill(-pid, SIGKILL);
                 job_pid = 0;
@@ -442,11 +476,36 @@ static void reap(void) {
                 if (orphan)
                         _exit(0);
                 if (pending) {
-                        StartBuf *next = pending;
+                        Inbox *next = pending;
                         pending = NULL;
-                        start_job(next, pending_size);
+                        start_job(next);
                 }
         }
+}
+
+/* One message from rtd into m, with its descriptors (close-on-exec: they reach a job only as its stdio). */
+static ssize_t receive(Inbox *m) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * WORKER_START_MAX_FDS)];
+        } control;
+        struct iovec iov = { m->b.raw, sizeof m->b.raw };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+                             .msg_controllen = sizeof control };
+        ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+
+        m->n_fds = 0;
+        if (n < 0)
+                return n;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < k && m->n_fds < WORKER_START_MAX_FDS; i++)
+                        memcpy(&m->fds[m->n_fds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        }
+        m->size = (size_t) n;
+        return n;
 }
 
 int main(int argc, char **argv) {
@@ -456,9 +515,6 @@ int main(int argc, char **argv) {
 
         (void) argc;
         (void) argv;
-        if (fcntl(WORKER_FD_CGROUP_DIR, F_GETFD) >= 0)
-                cgroup_dir = WORKER_FD_CGROUP_DIR;
-
         sigemptyset(&chld);
         sigaddset(&chld, SIGCHLD);
         sigprocmask(SIG_BLOCK, &chld, NULL);
@@ -501,7 +557,7 @@ int main(int argc, char **argv) {
                         reap();
                 }
                 if (!orphan && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-                        ssize_t n = recv(sock, in->raw, sizeof in->raw, MSG_DONTWAIT | MSG_TRUNC);
+                        ssize_t n = receive(in);
                         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                                 continue;
                         if (n <= 0) {
@@ -509,19 +565,24 @@ int main(int argc, char **argv) {
                                  * waiting behind it never starts; say so now, before the next rtd looks. */
                                 orphan = 1;
                                 p[0].fd = -1;
-                                if (pending)
-                                        write_unstarted_file(pending->start.hdr.job_id);
+                                if (pending) {
+                                        write_unstarted_file(pending->b.start.hdr.job_id);
+                                        inbox_close_fds(pending);
+                                }
                                 pending = NULL;
                                 if (job_pid <= 0)
                                         return 0;
                                 continue;
                         }
-                        if ((size_t) n > sizeof in->raw || (size_t) n < sizeof(WorkerMsg))
+                        if ((size_t) n > sizeof in->b.raw || (size_t) n < sizeof(WorkerMsg) ||
+                            in->b.start.hdr.type != WMSG_START)
+                                inbox_close_fds(in);    /* only START carries descriptors */
+                        if ((size_t) n > sizeof in->b.raw || (size_t) n < sizeof(WorkerMsg))
                                 continue;
-                        if (in->start.hdr.type == WMSG_START)
-                                on_start((size_t) n);
-                        else if (in->start.hdr.type == WMSG_DROP)
-                                on_drop(in->start.hdr.job_id);
+                        if (in->b.start.hdr.type == WMSG_START)
+                                on_start();
+                        else if (in->b.start.hdr.type == WMSG_DROP)
+                                on_drop(in->b.start.hdr.job_id);
                 }
         }
 }

@@ -6,13 +6,9 @@
 
 #include "shared/cpuset.h"
 
-/*
- * The worker is started with the socket on fd 3, the job-output directory on fd 4 and, when jobs get
- * cgroups, the directory their cgroups are made in on fd 5 (else fd 5 is closed).
- */
+/* The worker is started with the socket on fd 3 and the job-output directory on fd 4. */
 #define WORKER_FD_SOCKET 3
 #define WORKER_FD_OUTPUT_DIR 4
-#define WORKER_FD_CGROUP_DIR 5
 
 typedef enum WorkerMsgType {
         WMSG_READY = 1,         /* worker → daemon: up, pinned, locked; nothing running */
@@ -32,7 +28,15 @@ typedef struct WorkerMsg {
         uint64_t job_id;
 } WorkerMsg;
 
-#define WORKER_START_CGROUP 0x1         /* make and join cgroup job-<id> under the cgroup dir */
+/*
+ * A START may carry file descriptors (SCM_RIGHTS), in this order: the job's cgroup directory, made by rtd
+ * (WORKER_START_CGROUP), then its stdout and stderr files (WORKER_START_OUTPUT): files rtd made ahead of
+ * time as spare_stdout/spare_stderr in the output dir, already the user's, which the child renames to
+ * <id>.stdout/.stderr. rtd does that work on its own CPU, so the reserved one only forks and execs.
+ */
+#define WORKER_START_CGROUP 0x1
+#define WORKER_START_OUTPUT 0x2
+#define WORKER_START_MAX_FDS 3
 
 typedef struct WorkerStart {
         WorkerMsg hdr;
@@ -45,8 +49,7 @@ typedef struct WorkerStart {
         uint32_t strings_size;
         uint32_t pad;
         CpuSet cpus;
-        char cgroup_name[64];           /* e.g. "rtd-1a2b…-job-42" */
-        char spare_stdout[32];          /* pre-made empty files in the output dir to rename, or "" */
+        char spare_stdout[32];          /* WORKER_START_OUTPUT: the names of the files passed */
         char spare_stderr[32];
         /* then: gid_t groups[n_groups]; then cwd\0 argv\0… env\0… (strings_size bytes) */
 } WorkerStart;

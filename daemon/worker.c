@@ -168,13 +168,13 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         }
 }
 
-/* In the forked child: arrange fds 3-5, pin, go real-time, exec the worker binary. Only async-signal-safe calls. */
+/* In the forked child: arrange fds 3-4, pin, go real-time, exec the worker binary. Only async-signal-safe calls. */
 static _Noreturn void spawn_child(int sock, unsigned cpu, const WorkerConfig *cfg) {
         struct sched_param sp = { .sched_priority = (int) cfg->priority };
         char cpu_arg[16], *argv[] = { (char *) "rtd-worker", (char *) "--cpu", cpu_arg, NULL };
         cpu_set_t mask;
         sigset_t none;
-        int s, o, c = -1;
+        int s, o;
 
         /* Join the reserved cgroup first: outside it the reserved CPUs are not in our cpuset (an isolated
          * partition takes them from every other cgroup) and sched_setaffinity below would fail. */
@@ -187,16 +187,9 @@ static _Noreturn void spawn_child(int sock, unsigned cpu, const WorkerConfig *cf
         /* Move sources above the targets first so dup2 cannot clobber one with another. */
         s = fcntl(sock, F_DUPFD_CLOEXEC, 10);
         o = fcntl(cfg->output_dir_fd, F_DUPFD_CLOEXEC, 10);
-        if (cfg->cgroup_dir_fd >= 0)
-                c = fcntl(cfg->cgroup_dir_fd, F_DUPFD_CLOEXEC, 10);
         if (s < 0 || o < 0 || dup2(s, WORKER_FD_SOCKET) < 0 || dup2(o, WORKER_FD_OUTPUT_DIR) < 0)
                 _exit(120);
-        if (c >= 0) {
-                if (dup2(c, WORKER_FD_CGROUP_DIR) < 0)
-                        _exit(120);
-        } else
-                close(WORKER_FD_CGROUP_DIR);
-        (void) syscall(SYS_close_range, 6U, ~0U, 0U);
+        (void) syscall(SYS_close_range, 5U, ~0U, 0U);
 
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -284,7 +277,8 @@ void worker_forget_detached(void) {
 int worker_send_job(Worker *w, const WorkerJob *j) {
         WorkerStart st = {
                 .hdr = { .type = WMSG_START, .job_id = j->id },
-                .flags = j->cgroup_name ? WORKER_START_CGROUP : 0,
+                .flags = (j->cgroup_fd >= 0 ? WORKER_START_CGROUP : 0) |
+                         (j->stdout_fd >= 0 && j->stderr_fd >= 0 ? WORKER_START_OUTPUT : 0),
                 .policy = j->policy,
                 .priority = j->priority,
                 .uid = j->uid,
@@ -305,10 +299,10 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
                 n_strings++, st.n_argv++;
         for (char *const *p = j->env; p && *p; p++)
                 n_strings++, st.n_env++;
-        if (j->cgroup_name)
-                snprintf(st.cgroup_name, sizeof st.cgroup_name, "%s", j->cgroup_name);
-        snprintf(st.spare_stdout, sizeof st.spare_stdout, "%s", strempty(j->spare_stdout));
-        snprintf(st.spare_stderr, sizeof st.spare_stderr, "%s", strempty(j->spare_stderr));
+        if (st.flags & WORKER_START_OUTPUT) {
+                snprintf(st.spare_stdout, sizeof st.spare_stdout, "%s", j->spare_stdout);
+                snprintf(st.spare_stderr, sizeof st.spare_stderr, "%s", j->spare_stderr);
+        }
         if (n_strings + 2 > ELEMENTSOF(iov)) {
                 big = calloc(n_strings + 2, sizeof(struct iovec));
                 if (!big)
@@ -341,7 +335,27 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
                 v[0] = (struct iovec){ flat, size };
                 n_iov = 1;
         }
+        /* The descriptors go along in the order worker-proto.h gives. */
+        int fds[WORKER_START_MAX_FDS], n_fds = 0;
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof fds)];
+        } control = {};
+        if (st.flags & WORKER_START_CGROUP)
+                fds[n_fds++] = j->cgroup_fd;
+        if (st.flags & WORKER_START_OUTPUT) {
+                fds[n_fds++] = j->stdout_fd;
+                fds[n_fds++] = j->stderr_fd;
+        }
         struct msghdr mh = { .msg_iov = v, .msg_iovlen = n_iov };
+        if (n_fds > 0) {
+                mh.msg_control = &control;
+                mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                *c = (struct cmsghdr){ .cmsg_len = CMSG_LEN(n_fds * sizeof(int)), .cmsg_level = SOL_SOCKET,
+                                       .cmsg_type = SCM_RIGHTS };
+                memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+        }
         do
                 n = sendmsg(w->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);

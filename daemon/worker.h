@@ -28,7 +28,6 @@ typedef struct WorkerConfig {
         const char *path;       /* the rtd-worker binary */
         unsigned priority;      /* SCHED_FIFO priority of the worker */
         int output_dir_fd;
-        int cgroup_dir_fd;      /* -1: no job cgroups */
         int spawn_cgroup_fd;    /* the worker joins this cgroup before pinning (the cgroup backend's reserved
                                  * cgroup, whose partition owns the reserved CPUs); -1: stay in rtd's */
 } WorkerConfig;
@@ -55,8 +54,9 @@ typedef struct WorkerJob {
         const gid_t *groups;
         size_t n_groups;
         const CpuSet *cpus;
-        const char *cgroup_name;        /* NULL: no cgroup */
-        const char *spare_stdout;       /* NULL or a pre-made file in the output dir */
+        int cgroup_fd;                  /* the job's cgroup directory, or -1: none */
+        int stdout_fd, stderr_fd;       /* pre-made output files, or -1: the child makes them */
+        const char *spare_stdout;       /* their names in the output dir */
         const char *spare_stderr;
         const char *cwd;
         char *const *argv;
