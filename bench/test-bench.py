@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 # Checks the benchmark's own tools, fast and without root: memwalk and hog do the work they claim and
-# reject bad input; bench/run's parsers read perf and cyclictest output right; bench/report.py rewrites
+# reject bad input; bench/run's parsers read perf and cyclictest output right; bench/dispatch judges its
+# targets from the figures and rewrites only its own section; bench/report.py rewrites
 # only its own sections of docs/benchmarks.md and judges the targets from the figures.
 # Prints "N passed, N failed, N skipped"; exits 1 on any failure, 77 if the binaries are not built.
 import importlib.machinery
@@ -37,9 +38,9 @@ def skip(name, why):
         print(f'skip {name}: {why}')
 
 
-def load_run():
-        loader = importlib.machinery.SourceFileLoader('bench_run', os.path.join(HERE, 'run'))
-        spec = importlib.util.spec_from_loader('bench_run', loader)
+def load_script(name):
+        loader = importlib.machinery.SourceFileLoader('bench_' + name, os.path.join(HERE, name))
+        spec = importlib.util.spec_from_loader('bench_' + name, loader)
         mod = importlib.util.module_from_spec(spec)
         loader.exec_module(mod)
         return mod
@@ -171,13 +172,43 @@ def test_report():
                                                for n in (report.IMG_MEMWALK, report.IMG_JITTER)))
 
 
+def test_dispatch_report(dispatch):
+        rep = {'byhand_s': 0.002, 'rtctl_s': 0.0019, 'rtctl_start_s': 0.001, 'curl_floor_s': 0.0012,
+               'dispatch_p50_us': 1200, 'dispatch_p99_us': 2000, 'throughput_per_s': 1400,
+               'throughput_tmpfs_per_s': 1300, 'cloop_per_s': 2000, 'exec_to_reap_us': 600,
+               'exec_to_reap_tmpfs_us': 590, 'state_fs': 'ext4'}
+        rep['ratio'] = rep['throughput_per_s'] / rep['cloop_per_s']
+        rep['ratio_tmpfs'] = rep['throughput_tmpfs_per_s'] / rep['cloop_per_s']
+        res = dict(rep, cpu=1, priority=50, runs=10, flood=20, repeats=1, host='h', kernel='k', when='w',
+                   reps=[rep])
+        text = dispatch.report(res)
+        rows = {line.split(' | ')[0]: line for line in text.splitlines() if line.startswith('| ')}
+        verdict = lambda key: next(v for k, v in rows.items() if key in k)
+        check('dispatch: faster than by hand is met', 'no slower than by hand: met' in verdict('rtctl submit'))
+        check('dispatch: p50 over 1 ms is missed', '≤ 1 ms: missed' in verdict('p50'))
+        check('dispatch: 70% of the C loop is met at 70%, missed at 65%',
+              'C loop: met (70%' in verdict('state directory on ext4')
+              and 'C loop: missed (65%' in verdict('state directory on tmpfs'))
+        with tempfile.TemporaryDirectory() as td:
+                doc = os.path.join(td, 'benchmarks.md')
+                with open(doc, 'w') as f:
+                        f.write('# Benchmarks\n\n## Dispatch\nold\n\n## Other\nkept\n')
+                dispatch.write_doc(doc, text)
+                once = open(doc).read()
+                dispatch.write_doc(doc, text)
+                check('dispatch: its section is replaced, others kept, idempotently',
+                      'old' not in once and '## Other\nkept' in once and once.count('## Dispatch') == 1
+                      and open(doc).read() == once)
+
+
 def main():
         if not (os.access(MEMWALK, os.X_OK) and os.access(HOG, os.X_OK)):
                 print(f'0 passed, 0 failed, 1 skipped (bench/memwalk and bench/hog not built under RTD_BUILD_DIR={BUILD!r})')
                 return 77
         test_memwalk()
         test_hog()
-        test_parsers(load_run())
+        test_parsers(load_script('run'))
+        test_dispatch_report(load_script('dispatch'))
         test_report()
         print(f'{passed} passed, {failed} failed, {skipped} skipped')
         return 1 if failed else 0

@@ -346,8 +346,8 @@ static void start_job(Inbox *m) {
         ChildArgs ca = { .st = st, .groups = (const gid_t *) (m->b.raw + sizeof *st), .strings = strings };
         pid_t pid;
 
-        if (m->size < sizeof *st || m->size != need || st->strings_size == 0 || strings[st->strings_size - 1] != 0 ||
-            !inbox_job_fds(m, &ca.fds)) {
+        if (m->size < sizeof *st || m->size != need || st->strings_size == 0 ||
+            strings[st->strings_size - 1] != 0 || !inbox_job_fds(m, &ca.fds)) {
                 inbox_close_fds(m);
                 send_exec_failed(st->hdr.job_id, "protocol", EBADMSG);
                 return;

@@ -130,6 +130,12 @@ import os, json
 t = 0
 for i in range(3000000):
     t += i
+fds = {}
+for fd in os.listdir('/proc/self/fd'):
+    try:
+        fds[fd] = os.readlink('/proc/self/fd/' + fd)
+    except OSError:
+        pass    # the listing's own descriptor, closed by now
 f = open('/proc/self/stat').read().rsplit(')', 1)[1].split()
 sched = dict(map(str.strip, l.split(':', 1)) for l in open('/proc/self/sched').read().splitlines()[2:] if ':' in l)
 print(json.dumps({
@@ -139,7 +145,7 @@ print(json.dumps({
     'uid': os.getuid(), 'gid': os.getgid(), 'groups': sorted(os.getgroups()),
     'env': {k: v for k, v in os.environ.items() if k.startswith(('RTD_', 'OMP_'))},
     'sid': os.getsid(0) == os.getpid(), 'nnp': open('/proc/self/status').read().split('NoNewPrivs:')[1].split()[0],
-    'stdin': os.readlink('/proc/self/fd/0'),
+    'stdin': os.readlink('/proc/self/fd/0'), 'fds': fds,
 }))
 """
 
@@ -159,6 +165,12 @@ def fifo_priority_affinity_from_inside():
         assert seen["env"]["RTD_JOB_ID"] == str(j["id"]) and seen["env"]["RTD_CPUS"] == str(CPU), seen
         assert seen["env"]["OMP_NUM_THREADS"] == "1" and seen["env"]["OMP_PLACES"] == "{%d}" % CPU, seen
         assert seen["sid"] and seen["nnp"] == "1" and seen["stdin"] == "/dev/null", seen
+        # Nothing of rtd's or the worker's (the job's cgroup, spare files, sockets) is left open in the job;
+        # its stdout and stderr are its own files under their final names.
+        out_dir = os.path.join(rtd.dir, "state/output")
+        assert sorted(seen["fds"]) == ["0", "1", "2"], seen["fds"]
+        assert seen["fds"]["1"] == f"{out_dir}/{j['id']}.stdout", seen["fds"]
+        assert seen["fds"]["2"] == f"{out_dir}/{j['id']}.stderr", seen["fds"]
         # What the daemon recorded about it.
         assert j["cpus"] == str(CPU) and j["exit_code"] == 0 and j["priority"] == 42, j
         assert j["dispatch_latency_us"] is not None and j["cpu_time_s"] > 0, j
