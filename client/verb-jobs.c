@@ -71,7 +71,7 @@ static bool state_is_final(const char *s) {
 typedef struct WaitState {
         char *line;
         size_t size;
-        bool done;
+        json_t *final;          /* the event of the job's end: state, exit_code, signal, reason */
         bool status_line;       /* stderr is a terminal: keep one live line */
         uint64_t id;
 } WaitState;
@@ -101,20 +101,23 @@ static bool on_event_chunk(const char *data, size_t size, void *userdata) {
                         json_t *ev = json_loads(w->line + 6, 0, NULL);
                         if (ev) {
                                 show_status(w, ev);
-                                if (state_is_final(jstr(ev, "state", NULL)))
-                                        w->done = true;
+                                if (state_is_final(jstr(ev, "state", NULL)) && !w->final)
+                                        w->final = json_incref(ev);
                                 json_decref(ev);
                         }
                 }
                 w->size -= (size_t) (nl + 1 - w->line);
                 memmove(w->line, nl + 1, w->size + 1);
         }
-        return !w->done;
+        return !w->final;
 }
 
-/* Wait for the job to end without polling; survives an rtd restart by reconnecting. Returns an exit code. */
-static int wait_for_job(Ctl *c, uint64_t id, json_t **ret_job) {
-        WaitState w = { .status_line = isatty(STDERR_FILENO) && !c->json, .id = id };
+/*
+ * Wait for the job to end without polling; survives an rtd restart by reconnecting. Returns an exit code.
+ * *ret_job is the whole job with --json, else the event of its end, which has all the exit code needs.
+ */
+static int wait_for_job(Ctl *c, uint64_t id, bool quiet, json_t **ret_job) {
+        WaitState w = { .status_line = !quiet && isatty(STDERR_FILENO) && !c->json, .id = id };
         char path[64];
         int r, unreachable = 0;
 
@@ -124,7 +127,7 @@ static int wait_for_job(Ctl *c, uint64_t id, json_t **ret_job) {
                 w.size = 0;
                 r = ctl_stream(c, path, on_event_chunk, &w, &resp);
                 ctl_response_done(&resp);
-                if (w.done)
+                if (w.final)
                         break;
                 if (r == 0 && resp.status != 200) {
                         /* 404/403: let the GET below print the daemon's explanation. */
@@ -139,6 +142,11 @@ static int wait_for_job(Ctl *c, uint64_t id, json_t **ret_job) {
         free(w.line);
         if (w.status_line)
                 fputc('\n', stderr);
+        if (w.final && !c->json) {
+                *ret_job = w.final;
+                return 0;
+        }
+        json_decref(w.final);
 
         snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
         return ctl_get_json(c, path, ret_job);
@@ -305,7 +313,7 @@ int verb_submit(Ctl *c, int argc, char **argv) {
         ctl_response_done(&r);
         if (!quiet && !c->json && !isatty(STDERR_FILENO))
                 fprintf(stderr, "job %" PRIu64 "\n", id);
-        k = wait_for_job(quiet ? &(Ctl){ .socket_path = c->socket_path, .json = true } : c, id, &job);
+        k = wait_for_job(c, id, quiet, &job);
         if (k != 0)
                 return k;
         if (c->json) {
@@ -494,7 +502,7 @@ int verb_wait(Ctl *c, int argc, char **argv) {
 
         if (r != 0)
                 return r < 0 ? RTCTL_EXIT_OK : r;
-        r = wait_for_job(c, id, &job);
+        r = wait_for_job(c, id, false, &job);
         if (r != 0)
                 return r;
         if (c->json) {

@@ -351,6 +351,8 @@ def location_and_exit_codes():
         assert p.returncode != 0 and "chdir" in p.stderr, p
         p = rtd.ctl("submit", "--wait", "--", "true")       # found through PATH
         assert p.returncode == 0, p
+        p = rtd.ctl("submit", "--wait", "-q", "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 5")
+        assert p.returncode == 5 and p.stdout == "" and p.stderr == "", p
         jid = int(rtd.ctl("submit", "--", "/bin/sh", "-c", "for i in 1 2 3; do echo line$i; sleep 0.3; done",
                           check=0).stdout)
         p = rtd.ctl("logs", "-f", str(jid), timeout=20)
