@@ -173,13 +173,13 @@ static int bpf_job_read(Collector *c, uint64_t job_id, bool forget, JobCounters 
         return 0;
 }
 
+/* The name of a task that ran unseen, from /proc; "?" when it is gone or outside rtd's PID namespace. */
 static void read_comm(int proc_fd, uint32_t pid, char comm[16]) {
         _cleanup_free_ char *s = NULL;
         char path[64];
 
         (void) snprintf(path, sizeof path, "%u/comm", pid);
-        if (read_one_line_at(proc_fd, path, &s) >= 0)
-                (void) snprintf(comm, 16, "%s", s);
+        (void) snprintf(comm, 16, "%s", read_one_line_at(proc_fd, path, &s) >= 0 ? s : "?");
 }
 
 /* Program times are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC already. */
