@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -193,7 +194,12 @@ static int checkpointer_start(Store *s, const char *path) {
         r = sqlite_to_errno(sqlite3_exec(c->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL));
         if (r < 0)
                 return r;
+        /* The thread takes no signals: rtd's (SIGTERM, SIGCHLD...) are for its loop's signalfd. */
+        sigset_t all, saved;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &saved);
         r = pthread_create(&c->thread, NULL, checkpoint_thread, c);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
         if (r != 0)
                 return -r;
         c->running = true;
