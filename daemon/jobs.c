@@ -304,7 +304,20 @@ void job_release_cpus(JobManager *jm, Job *j) {
         }
 }
 
-/* Back to "queued", as if never handed out: no CPUs, no cgroup, no timers. */
+/* The spares handed with the job, where its child never renamed them (taken back, or it never ran). */
+static void job_remove_unused_spares(Job *j) {
+        char name[32];
+
+        if (!j->spares)
+                return;
+        for (uint64_t n = j->spares - 1; n <= j->spares; n++) {
+                snprintf(name, sizeof name, "spare-%" PRIu64, n);
+                (void) unlinkat(j->jm->output_fd, name, 0);     /* ENOENT: renamed, as it should be */
+        }
+        j->spares = 0;
+}
+
+/* Back to "queued", as if never handed out: no CPUs, no cgroup, no spares, no timers. */
 void job_unstart(Job *j) {
         j->state = JOB_QUEUED;
         j->drop_requested = false;
@@ -314,6 +327,7 @@ void job_unstart(Job *j) {
         free(j->cgroup);
         j->cgroup = NULL;
         j->cgroup_id = 0;
+        job_remove_unused_spares(j);
         j->timeout_src = sd_event_source_disable_unref(j->timeout_src);
         j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
 }
@@ -355,6 +369,7 @@ void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, 
                 j->metrics = metrics_job_finish(jm->manager->metrics, j->id);
         }
         (void) job_persist(jm, j, false);
+        job_remove_unused_spares(j);
         if (j->cgroup && jm->cgroups.dir_fd >= 0 && job_cgroup_remove(jm->cgroups.dir_fd, j->cgroup) < 0) {
                 /* Leftovers are still dying after cgroup.kill; the sweep removes it later. */
                 jm->cgroups_dirty = true;
@@ -420,9 +435,10 @@ static void close_spares(JobManager *jm) {
 }
 
 /* Two spares for j's stdout and stderr, made the user's; false (and none taken) unless both are there. */
-static bool take_output_spares(JobManager *jm, const Job *j, WorkerJob *wj, char *out, char *err, size_t size) {
+static bool take_output_spares(JobManager *jm, Job *j, WorkerJob *wj, char *out, char *err, size_t size) {
         if (jm->spare_next - jm->spare_first < 2)
                 return false;
+        j->spares = jm->spare_first + 1;
         wj->stdout_fd = take_spare(jm, out, size);
         wj->stderr_fd = take_spare(jm, err, size);
         wj->spare_stdout = out;
@@ -576,7 +592,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         };
         (void) take_output_spares(jm, j, &wj, spare_out, spare_err, sizeof spare_out);
         r = env ? worker_send_job(w, &wj) : -ENOMEM;
-        /* The worker has its own copies now. Spares it never renames are removed when rtd next starts. */
+        /* The worker has its own copies now; what its child does not rename goes when the job ends. */
         safe_close(wj.stdout_fd);
         safe_close(wj.stderr_fd);
         if (r < 0) {

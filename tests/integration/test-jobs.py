@@ -443,6 +443,14 @@ def next_job_waits_in_the_worker():
         assert wait_final(rtd, nxt["id"])["state"] == "succeeded"
         assert wait_final(rtd, front["id"])["state"] == "succeeded"
         assert open(log).read().split() == [str(nxt["id"])]         # it ran once
+        # The two output files handed with it while it waited were removed when it was taken back: only
+        # rtd's pool of files made ahead (64) is left, none leaks.
+        out_dir = os.path.join(rtd.dir, "state/output")
+        spares = lambda: sorted(f for f in os.listdir(out_dir) if f.startswith("spare-"))
+        end = time.time() + 5
+        while len(spares()) < 64 and time.time() < end:
+            time.sleep(0.05)
+        assert len(spares()) == 64, spares()
         # Behind short jobs each waits its turn in the worker; a 0.3 s timeout counts from its own start,
         # not from the moment it was handed over behind the 0.2 s job in front.
         a = submit(rtd, {"argv": ["/bin/sleep", "0.2"]})
