@@ -38,7 +38,8 @@ typedef struct Job {
         uint64_t boottime_usec;         /* CLOCK_BOOTTIME at fork, to recognise the pid after a restart */
         char *cgroup;                   /* cgroup name under the job cgroup dir, or NULL */
         uint64_t cgroup_id;             /* its id once made, else 0 */
-        uint64_t spares;                /* handed spare-<n-1> (stdout) and spare-<n> (stderr), or 0 */
+        uint64_t spares;                /* handed spare-<n-1> (stdout) and spare-<n> (stderr) that its
+                                         * child has not renamed yet, or 0 */
 
         int exit_code;                  /* -1: none */
         int signal;

@@ -62,6 +62,7 @@ static void on_worker_exec(Worker *w, uint64_t job_id, pid_t pid, uint64_t mono,
                 return;
         job_set_pid(jm, j, pid);
         j->state = JOB_RUNNING;
+        j->spares = 0;          /* the child renamed them before its exec: nothing to clean up at the end */
         j->start_usec = now_usec(CLOCK_REALTIME) - (now_mono > mono ? now_mono - mono : 0);
         j->dispatch_usec = mono > j->accepted_mono ? mono - j->accepted_mono : 0;
         j->have_dispatch = true;

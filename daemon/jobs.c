@@ -434,7 +434,10 @@ static void close_spares(JobManager *jm) {
                 safe_close(jm->spare_fds[jm->spare_first++ % SPARE_TARGET]);
 }
 
-/* Two spares for j's stdout and stderr, made the user's; false (and none taken) unless both are there. */
+/*
+ * Two spares for j's stdout and stderr, made the user's; false unless both are there and could be given
+ * away (spares taken but not handed over are removed with the job's unused ones).
+ */
 static bool take_output_spares(JobManager *jm, Job *j, WorkerJob *wj, char *out, char *err, size_t size) {
         if (jm->spare_next - jm->spare_first < 2)
                 return false;

@@ -67,20 +67,21 @@ static void inbox_close_fds(Inbox *m) {
         m->n_fds = 0;
 }
 
-/* The START's descriptors by purpose, or false when they do not match its flags. */
+/* The START's descriptors by purpose, or false when as many did not come as its flags say. */
 static bool inbox_job_fds(const Inbox *m, JobFds *ret) {
-        const WorkerStart *st = &m->b.start;
+        uint32_t flags = m->b.start.flags;
         unsigned i = 0;
 
         *ret = (JobFds){ -1, -1, -1 };
-        if (st->flags & WORKER_START_CGROUP)
-                ret->cgroup = i < m->n_fds ? m->fds[i++] : -1;
-        if (st->flags & WORKER_START_OUTPUT) {
-                ret->out = i < m->n_fds ? m->fds[i++] : -1;
-                ret->err = i < m->n_fds ? m->fds[i++] : -1;
+        if (m->n_fds != !!(flags & WORKER_START_CGROUP) + 2u * !!(flags & WORKER_START_OUTPUT))
+                return false;
+        if (flags & WORKER_START_CGROUP)
+                ret->cgroup = m->fds[i++];
+        if (flags & WORKER_START_OUTPUT) {
+                ret->out = m->fds[i++];
+                ret->err = m->fds[i++];
         }
-        return i == m->n_fds && ((st->flags & WORKER_START_CGROUP) ? ret->cgroup >= 0 : true) &&
-               ((st->flags & WORKER_START_OUTPUT) ? ret->err >= 0 : true);
+        return true;
 }
 
 static uint64_t now_us(clockid_t clk) {
@@ -574,15 +575,14 @@ int main(int argc, char **argv) {
                                         return 0;
                                 continue;
                         }
-                        if ((size_t) n > sizeof in->b.raw || (size_t) n < sizeof(WorkerMsg) ||
-                            in->b.start.hdr.type != WMSG_START)
-                                inbox_close_fds(in);    /* only START carries descriptors */
-                        if ((size_t) n > sizeof in->b.raw || (size_t) n < sizeof(WorkerMsg))
-                                continue;
-                        if (in->b.start.hdr.type == WMSG_START)
+                        bool whole = (size_t) n <= sizeof in->b.raw && (size_t) n >= sizeof(WorkerMsg);
+                        if (whole && in->b.start.hdr.type == WMSG_START)
                                 on_start();
-                        else if (in->b.start.hdr.type == WMSG_DROP)
-                                on_drop(in->b.start.hdr.job_id);
+                        else {
+                                inbox_close_fds(in);    /* only a START carries descriptors */
+                                if (whole && in->b.start.hdr.type == WMSG_DROP)
+                                        on_drop(in->b.start.hdr.job_id);
+                        }
                 }
         }
 }
