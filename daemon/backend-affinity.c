@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -117,7 +118,21 @@ static Proc *proc_find(Proc *procs, size_t n, pid_t pid) {
         return bsearch(&key, procs, n, sizeof *procs, proc_cmp);
 }
 
-static int list_procs(int proc_fd, pid_t own_pid, Proc **ret, size_t *ret_n) {
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static bool past(uint64_t deadline_usec) {
+        return deadline_usec > 0 && monotonic_usec() >= deadline_usec;
+}
+
+/*
+ * The process list must be whole (a job's ancestry decides that it is rtd's own and stays on its CPU), so
+ * it has its own, larger bound: past it the walk is given up before anything is changed.
+ */
+static int list_procs(int proc_fd, pid_t own_pid, uint64_t deadline_usec, Proc **ret, size_t *ret_n) {
         _cleanup_free_ Proc *procs = NULL;
         size_t n = 0, alloc = 0;
         int dfd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -136,6 +151,10 @@ static int list_procs(int proc_fd, pid_t own_pid, Proc **ret, size_t *ret_n) {
                 long pid = strtol(de->d_name, &end, 10);
                 if (*end || pid <= 0)
                         continue;
+                if ((n & 63) == 0 && past(deadline_usec)) {
+                        closedir(d);
+                        return -ETIMEDOUT;
+                }
                 if (n == alloc) {
                         alloc = MAX((size_t) 256, alloc * 2);
                         Proc *p = realloc(procs, alloc * sizeof *p);
@@ -206,12 +225,29 @@ int tasks_apply(KnobCtx *k, const CpuSet *hk, TaskScope scope, bool drift, pid_t
         *ret = st;
         if (!proc_is_procfs(k->proc_fd))
                 return 0;       /* a fixture tree: its pids are not real tasks */
-        r = list_procs(k->proc_fd, own_pid, &procs, &n_procs);
+        /* The list may take up to three times the walk's budget: the budget is a fraction of a second. */
+        uint64_t list_deadline = k->deadline_usec > 0 ? k->deadline_usec + 2 * (k->deadline_usec - monotonic_usec()) : 0;
+        r = list_procs(k->proc_fd, own_pid, list_deadline, &procs, &n_procs);
+        if (r == -ETIMEDOUT) {
+                st.cut_short = true;
+                *ret = st;
+                return 0;
+        }
         if (r < 0)
                 return r;
 
-        for (size_t i = 0; i < n_procs; i++) {
-                Proc *p = &procs[i];
+        /* Resume after the task where the last walk was cut short, wrapping around. */
+        size_t first = 0;
+        while (first < n_procs && procs[first].pid <= k->resume_pid)
+                first++;
+        k->resume_pid = 0;
+        for (size_t step = 0; step < n_procs; step++) {
+                Proc *p = &procs[(first + step) % n_procs];
+                if (past(k->deadline_usec)) {
+                        st.cut_short = true;
+                        k->resume_pid = procs[(first + step + n_procs - 1) % n_procs].pid;
+                        break;
+                }
                 bool unconfined_cgroup = scope == TASKS_ALL || task_in_root_cgroup(k->proc_fd, p->pid);
                 char tpath[32];
                 int tfd;

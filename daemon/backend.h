@@ -26,6 +26,7 @@ typedef struct TaskStats {
         unsigned own;           /* rtd's workers and jobs, left alone */
         unsigned drifted;       /* found on reserved CPUs again by a drift check */
         unsigned inherited;     /* born during the reservation with the housekeeping mask: recorded */
+        bool cut_short;         /* the walk reached KnobCtx.deadline_usec: the next one resumes there */
 } TaskStats;
 
 /* Whether proc_fd is a real procfs (not a fixture tree): tasks are only touched on a real one. */

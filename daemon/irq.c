@@ -464,10 +464,16 @@ pid_t irqbalance_find(int proc_fd) {
                 safe_close(fd);
                 return 0;
         }
-        while (!found && (de = readdir(d))) {
+        /* Bounded by time too (a fork storm must not hold the loop): not found in time is not found. */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (unsigned n = 0; !found && (de = readdir(d)); n++) {
                 _cleanup_free_ char *comm = NULL;
                 char path[64], *end;
                 long pid = strtol(de->d_name, &end, 10);
+                if ((n & 63) == 63 && clock_gettime(CLOCK_MONOTONIC, &t) == 0 &&
+                    (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > 250)
+                        break;
                 if (*end || pid <= 0)
                         continue;
                 snprintf(path, sizeof path, "%ld/comm", pid);

@@ -122,6 +122,7 @@ json_t *job_manager_to_json(JobManager *jm) {
                 for (int s = 0; s < _JOB_STATE_MAX; s++)
                         json_object_set_new(states, job_state_to_string(s), json_integer(c.by_state[s]));
                 json_object_set_new(o, "jobs", states);
+                json_object_set_new(o, "store", store_to_json(jm->store));
         }
         return o;
 }

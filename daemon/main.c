@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* rtd: argument parsing, config load, the manager's life, exit codes. No policy lives here. */
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 
@@ -124,6 +126,33 @@ static int do_restore(const Args *a, const RtdConfig *c) {
         return 0;
 }
 
+/*
+ * rtd's control plane runs SCHED_RR at priority RTD_SCHED_PRIORITY on the housekeeping CPUs. Those CPUs carry
+ * everything rtd moved off the reserved ones: a user's load there (hackbench, a build) must not be able to
+ * starve the loop that answers `rtctl status`, stops cleanly on SIGTERM and restores the knobs, nor the
+ * checkpoint thread (a starved thread also keeps a killed rtd a zombie). No CFS task, at any nice value or
+ * in any autogroup or cgroup, can delay a runnable RT task; a user cannot get RT without CAP_SYS_NICE.
+ * Why this does not disturb: priority 2 (the checkpoint thread 1) is below every threaded IRQ handler (50)
+ * and every job (rtd's workers run on the reserved CPUs, where rtd never runs: it pins itself to the
+ * housekeeping ones). rtd blocks in epoll between short handlers and every walk over /proc is bounded by
+ * time, so the CPU time it takes from CFS tasks is what it took before, only sooner; should rtd ever spin,
+ * RT throttling (sched_rt_runtime_us) and the kernel's fair deadline server still give CFS tasks on the
+ * housekeeping CPUs their share (rtd only removes the fair server's runtime on reserved CPUs).
+ * SCHED_RESET_ON_FORK: what rtd forks (workers, which then set their own SCHED_FIFO) starts as SCHED_OTHER.
+ * Without CAP_SYS_NICE (tests as a user, a container), nice -15 is the next best thing.
+ */
+#define RTD_SCHED_PRIORITY 2
+
+static void control_plane_priority(void) {
+        struct sched_param sp = { .sched_priority = RTD_SCHED_PRIORITY };
+
+        if (sched_setscheduler(0, SCHED_RR | SCHED_RESET_ON_FORK, &sp) == 0)
+                return;
+        log_info_errno(errno, "Cannot run the control plane SCHED_RR (%m), using nice -15: a heavy load on the "
+                              "housekeeping CPUs may slow rtd down");
+        (void) setpriority(PRIO_PROCESS, 0, -15);
+}
+
 int main(int argc, char **argv) {
         _cleanup_(config_freep) RtdConfig *config = NULL;
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -145,6 +174,8 @@ int main(int argc, char **argv) {
                 config_dump(config, stdout);
                 return 0;
         }
+        /* Before any thread exists: threads inherit it. */
+        control_plane_priority();
         if (a.restore)
                 return do_restore(&a, config) < 0 ? 1 : 0;
 

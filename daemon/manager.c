@@ -2,6 +2,7 @@
 /* Start-up and shutdown order, signals, reload, sd_notify, and the wiring between modules. */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -98,10 +99,16 @@ void manager_housekeeping_cpus(Manager *m, CpuSet *ret) {
         cpuset_andnot(ret, &m->topology->online, &reserved);
 }
 
-/* Keep our own loop off the reserved CPUs (RT load there must not starve the watchdog). */
+/*
+ * Keep our own threads off the reserved CPUs: RT load there must not starve the watchdog, and rtd's threads
+ * are real-time themselves (main.c), so they must never preempt a job. Every thread: an affinity is per
+ * thread, and the checkpoint thread exists by now.
+ */
 static void pin_self_to_housekeeping(Manager *m) {
         CpuSet hk;
         cpu_set_t mask;
+        DIR *d;
+        struct dirent *de;
 
         manager_housekeeping_cpus(m, &hk);
         if (cpuset_is_empty(&hk))
@@ -109,6 +116,15 @@ static void pin_self_to_housekeeping(Manager *m) {
         cpuset_to_cpu_set(&hk, &mask);
         if (sched_setaffinity(0, sizeof mask, &mask) < 0)
                 log_warning_errno(errno, "Failed to pin rtd to the housekeeping CPUs, ignoring: %m");
+        d = opendir("/proc/self/task");
+        while (d && (de = readdir(d))) {
+                char *end;
+                long tid = strtol(de->d_name, &end, 10);
+                if (!*end && tid > 0 && tid != gettid())
+                        (void) sched_setaffinity((pid_t) tid, sizeof mask, &mask);
+        }
+        if (d)
+                closedir(d);
 }
 
 void manager_reservation_changed(Manager *m) {

@@ -38,6 +38,8 @@ struct Reservation {
         uint64_t drift_checks;
         uint64_t tasks_drifted;
         uint64_t last_check_realtime;
+        pid_t walk_resume;              /* where the last walk over /proc was cut short (KnobCtx) */
+        uint64_t walks_cut_short;
 
         json_t *last_restore;           /* what the last restore (start-up, release) did */
         char *journal_problem;
@@ -161,8 +163,30 @@ int reservation_validate(Reservation *r, const CpuSet *cpus, char **ret_error) {
         return *ret_error ? -EINVAL : 0;
 }
 
+/*
+ * How long one walk over /proc (all its passes) may keep rtd's loop busy. A few thousand tasks take a few
+ * milliseconds; the bound is for a fork storm or a slow /proc, where passes alone would not end in time and
+ * rtd, real-time on the housekeeping CPUs, would hold a CPU and leave its clients unanswered. What a walk
+ * cut short did not reach, the next drift check reaches: it resumes where this one stopped.
+ */
+#define TASK_WALK_BUDGET_USEC (250 * 1000)
+
 static void knob_ctx(Reservation *r, KnobCtx *k, json_t *plan) {
-        *k = (KnobCtx){ .proc_fd = r->proc_fd, .sys_fd = r->sys_fd, .journal = r->journal, .plan = plan };
+        *k = (KnobCtx){ .proc_fd = r->proc_fd, .sys_fd = r->sys_fd, .journal = r->journal, .plan = plan,
+                        .deadline_usec = now_usec(CLOCK_MONOTONIC) + TASK_WALK_BUDGET_USEC,
+                        .resume_pid = r->walk_resume };
+}
+
+/* After a walk: remember where it stopped; say so once, when it first happens. */
+static void walk_done(Reservation *r, const KnobCtx *k, const TaskStats *ts) {
+        r->walk_resume = k->resume_pid;
+        if (!ts->cut_short)
+                return;
+        if (r->walks_cut_short++ == 0)
+                log_notice("A walk over /proc took longer than %u ms and was cut short after %u tasks; the "
+                           "drift check continues from there", TASK_WALK_BUDGET_USEC / 1000, ts->seen);
+        else
+                log_debug("Walk over /proc cut short after %u tasks", ts->seen);
 }
 
 static int apply_backend(KnobCtx *k, BackendKind b, const CpuSet *hk, const CpuSet *reserved, bool drift,
@@ -183,10 +207,12 @@ static int apply_backend(KnobCtx *k, BackendKind b, const CpuSet *hk, const CpuS
          * repeat while they move something (a fork loop converges once its parent is moved), a few times at
          * most; whatever is still left is the drift check's. A pass that moved nothing ends it.
          */
-        for (unsigned pass = 0, moved = ts->moved; q >= 0 && !k->plan && moved > 0 && pass < 4; pass++) {
+        for (unsigned pass = 0, moved = ts->moved; q >= 0 && !k->plan && moved > 0 && pass < 4 && !ts->cut_short;
+             pass++) {
                 TaskStats more;
 
                 q = tasks_apply(k, hk, scope, drift, getpid(), &more);
+                ts->cut_short = more.cut_short;
                 ts->moved += more.moved;
                 ts->drifted += more.drifted;
                 ts->inherited += more.inherited;
@@ -244,6 +270,7 @@ int reservation_check_drift(Reservation *r) {
                 return 0;
         knob_ctx(r, &k, NULL);
         q = apply_backend(&k, r->backend, &r->housekeeping, &r->reserved, true, &r->cgroup, &ts);
+        walk_done(r, &k, &ts);
         if (q < 0)
                 log_warning_errno(q, "Drift check: could not re-apply task affinities: %m");
         r->tasks_drifted += ts.drifted;
@@ -304,6 +331,7 @@ int reservation_apply(Reservation *r, const CpuSet *cpus) {
 
         knob_ctx(r, &k, NULL);
         q = apply_backend(&k, b, &hk, cpus, false, &r->cgroup, &r->tasks);
+        walk_done(r, &k, &r->tasks);
         if (q < 0) {
                 log_error_errno(q, "Could not keep tasks off the reserved CPUs (%s backend): %m",
                                 backend_kind_to_string(b));
@@ -359,6 +387,7 @@ int reservation_release(Reservation *r) {
                 (void) tasks_apply(&k, &r->housekeeping, r->backend == BACKEND_AFFINITY ? TASKS_ALL
                                                                                           : TASKS_UNCONFINED,
                                    true, getpid(), &ts);
+                walk_done(r, &k, &ts);
         }
         json_decref(r->last_restore);
         r->last_restore = NULL;
@@ -490,6 +519,7 @@ json_t *reservation_to_json(Reservation *r) {
                                                   (json_int_t) r->drift_checks, "irqs", (json_int_t) r->irq.drifted,
                                                   "tasks", (json_int_t) r->tasks_drifted, "last_check",
                                                   (json_int_t) r->last_check_realtime));
+        json_object_set_new(json_object_get(o, "drift"), "walks_cut_short", json_integer((json_int_t) r->walks_cut_short));
         json_object_set_new(o, "boot_parameters", boot_hints(r, &r->reserved));
         json_object_set_new(o, "journal", json_pack("{s:s, s:I}", "file", JOURNAL_FILE, "entries",
                                                     (json_int_t) r->journal->n_entries));

@@ -107,6 +107,10 @@ typedef struct KnobCtx {
         Journal *journal;
         json_t *plan;           /* dry run: array of {"path","from","to"} */
         KnobWriteFn write;      /* NULL: knob_write; tests inject failures */
+        /* Walks over /proc stop at this CLOCK_MONOTONIC time (0: no limit) and say where: the next walk
+         * resumes after resume_pid, so a walk cut short every time still reaches every task in turn. */
+        uint64_t deadline_usec;
+        pid_t resume_pid;
 } KnobCtx;
 
 static inline KnobWriteFn knob_write_fn(const KnobCtx *k) {

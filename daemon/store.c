@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ typedef struct Checkpointer {
         int wake_fd;                    /* eventfd: a checkpoint is due */
         atomic_bool busy;               /* nudged and not done yet: no more nudges meanwhile */
         atomic_bool stop;
+        atomic_uint_fast64_t done;      /* checkpoints run, for status */
         bool running;
 } Checkpointer;
 
@@ -154,15 +156,29 @@ static int load_instance(Store *s) {
 
 static void *checkpoint_thread(void *userdata) {
         Checkpointer *c = userdata;
-        struct sched_param idle = {};
+        struct sched_param sp;
         uint64_t n;
+        int policy;
 
-        /* Background work on the housekeeping CPUs: it must not take them from the loop. */
-        (void) pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+        /*
+         * Not SCHED_IDLE: under a user's load on the housekeeping CPUs an idle-class thread gets no CPU at
+         * all, so checkpoints stop and a killed rtd stays a zombie until the load ends (it cannot exit).
+         * When the loop is real-time (main.c says why), one priority below it: never starved by CFS load,
+         * always preempted by the loop. The loop's SCHED_RESET_ON_FORK gave this thread SCHED_OTHER (it
+         * applies to threads too): ask the loop's thread (the thread group leader) what it runs.
+         */
+        policy = sched_getscheduler(getpid());
+        if (policy >= 0 && (policy & ~SCHED_RESET_ON_FORK) == SCHED_RR && sched_getparam(getpid(), &sp) == 0 &&
+            sp.sched_priority > 1) {
+                sp.sched_priority--;
+                (void) pthread_setschedparam(pthread_self(), SCHED_RR | SCHED_RESET_ON_FORK, &sp);
+        } else
+                (void) setpriority(PRIO_PROCESS, (id_t) gettid(), getpriority(PRIO_PROCESS, (id_t) getpid()));
         while (read(c->wake_fd, &n, sizeof n) == sizeof n || errno == EINTR) {
                 if (atomic_load(&c->stop))
                         break;
-                (void) sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+                if (sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) == SQLITE_OK)
+                        atomic_fetch_add(&c->done, 1);
                 atomic_store(&c->busy, false);
         }
         return NULL;
@@ -293,6 +309,11 @@ int store_schema_version(Store *s) {
 
 const char *store_instance_id(Store *s) {
         return s->instance;
+}
+
+json_t *store_to_json(Store *s) {
+        return json_pack("{s:s, s:I}", "instance", s->instance, "checkpoints",
+                         (json_int_t) atomic_load(&s->ckpt.done));
 }
 
 static int run_write(sqlite3_stmt *st) {

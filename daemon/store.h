@@ -19,6 +19,8 @@ Store *store_free(Store *s);
 int store_schema_version(Store *s);
 /* A random id made once per store (names the job cgroups, so two daemons never collide). */
 const char *store_instance_id(Store *s);
+/* For /v1/status: the instance id and how many WAL checkpoints the checkpoint thread ran. */
+json_t *store_to_json(Store *s);
 
 /*
  * A job row: the indexed columns plus the job as JSON (spec, credentials, times, result). seq orders the

@@ -7,6 +7,7 @@ rtctl release, SIGTERM, kill -9 + rtd --restore, kill -9 + restart + stop. A fai
 knobs back itself (rtd --restore in the namespace, then the snapshot). Holds /tmp/rtd-knobs.lock."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -111,10 +112,10 @@ class Namespace:
         self.helpers.append(p)
         return self._child(p.pid)
 
-    def start_rtd(self):
+    def start_rtd(self, argv=None):
         logf = open(self.log, "ab")
-        self.rtd = subprocess.Popen(self.cmd(RTD, "--config", self.config), stdout=logf, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+        self.rtd = subprocess.Popen(self.cmd(*(argv or [RTD, "--config", self.config])), stdout=logf,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
         try:
             self.rtd_pid = self._child(self.rtd.pid)
         except AssertionError:
@@ -478,6 +479,111 @@ def release_with_running_job_needs_force():
         assert st == "cancelled", st
         assert ns.stop_rtd() == 0
         s.assert_restored("forced release")
+
+
+# About 160 busy tasks (hackbench), forever: the load of issue 13 on the housekeeping CPU.
+LOAD = "while :; do perf bench sched messaging -g 4 -l 2000 >/dev/null 2>&1; done\n"
+
+
+def start_rtd_under_load(ns):
+    """rtd and a hackbench loop started from one shell: one session, so one CFS autogroup, and one PID
+    namespace, as a user's load from rtd's session would be. The subshell that starts the loop exits at
+    once, so the load is not rtd's descendant: rtd moves it to the housekeeping CPU like any other task."""
+    if not shutil.which("perf") or run(["perf", "bench", "sched", "messaging", "-g", "1", "-l", "1"]).returncode:
+        raise Skip("perf bench sched messaging is not available")
+    script = os.path.join(ns.dir, "load.sh")
+    with open(script, "w") as f:
+        f.write(LOAD)
+    ns.start_rtd(["sh", "-c", f"(sh {script} </dev/null >/dev/null 2>&1 &); exec {RTD} --config {ns.config}"])
+    end = time.time() + 10
+    while time.time() < end:
+        busy = sum(1 for (_, _), (comm, _, _) in ns.tasks().items() if comm.startswith("sched-messaging"))
+        if busy >= 100:
+            return busy
+        time.sleep(0.2)
+    raise AssertionError(f"the load did not start: {busy} hackbench tasks")
+
+
+def rtd_threads(pid):
+    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+
+
+@test
+def control_plane_under_load():
+    """Issue 13 point 5: with ~160 busy tasks in rtd's session and PID namespace on the housekeeping CPU,
+    rtd's threads are real-time and on that CPU, `rtctl status` answers quickly (p99 printed; the assertion
+    is generous), WAL checkpoints still run, and SIGTERM stops rtd with every knob restored within seconds."""
+    with Scenario() as s:
+        ns = s.ns
+        ns.write_config(RESERVED)
+        busy = start_rtd_under_load(ns)
+        s.assert_reserved()
+        tids = rtd_threads(ns.rtd_pid)
+        assert len(tids) >= 2, tids            # the loop and the checkpoint thread at least
+        prio = {}
+        for t in tids:
+            policy = os.sched_getscheduler(t) & ~getattr(os, "SCHED_RESET_ON_FORK", 0x40000000)
+            prio[t] = (policy, os.sched_getparam(t).sched_priority)
+            assert policy == os.SCHED_RR, f"rtd thread {t}: policy {policy}, not SCHED_RR ({prio})"
+            assert os.sched_getaffinity(t) <= cpulist(HOUSEKEEPING), f"rtd thread {t} on {os.sched_getaffinity(t)}"
+        assert prio[ns.rtd_pid][1] == 2 and min(p for _, p in prio.values()) == 1, prio
+        # rtctl on the housekeeping CPU too, where the load is.
+        times = []
+        for _ in range(100):
+            t0 = time.monotonic()
+            p = run(["taskset", "-c", HOUSEKEEPING, RTCTL, "--socket", ns.socket, "status"], timeout=30)
+            times.append(time.monotonic() - t0)
+            assert p.returncode == 0, p.stderr
+        times.sort()
+        p50, p99 = times[49], times[98]
+        print(f"  rtctl status under load ({busy} hackbench tasks): p50 {p50 * 1000:.1f} ms, "
+              f"p99 {p99 * 1000:.1f} ms, max {times[-1] * 1000:.1f} ms over 100 calls")
+        assert p99 < 1.0, f"rtctl status p99 {p99:.3f} s under load"
+        # Checkpoints: rows of ~16 kB (the environment is stored with the job) fill the WAL past its
+        # threshold in a few dozen jobs; the checkpoint thread must get a CPU to copy it back.
+        env = dict(os.environ, RTD_TEST_PAD="x" * 16000)
+        for i in range(80):
+            p = run(["taskset", "-c", HOUSEKEEPING, RTCTL, "--socket", ns.socket, "submit", "--", "true"], env=env)
+            assert p.returncode == 0, p.stderr
+            store = ns.ctl_json("status")["jobs"]["store"]
+            if store["checkpoints"] > 0:
+                break
+        assert store["checkpoints"] > 0, f"no WAL checkpoint after {i + 1} large jobs under load: {store}"
+        print(f"  first WAL checkpoint after {i + 1} jobs of ~16 kB under load")
+        t0 = time.monotonic()
+        assert ns.stop_rtd(signal.SIGTERM) == 0, ns.read_log()
+        took = time.monotonic() - t0
+        print(f"  SIGTERM to exit under load: {took * 1000:.0f} ms")
+        assert took < 5, f"SIGTERM took {took:.1f} s under load"
+        s.assert_restored("SIGTERM under load")
+
+
+@test
+def kill9_under_load_leaves_no_zombie():
+    """Issue 13 point 5: kill -9 under the same load: every thread of rtd exits at once (a starved thread kept
+    a killed rtd a zombie for as long as the load ran); `rtd --restore` then puts every knob back."""
+    with Scenario() as s:
+        ns = s.ns
+        ns.write_config(RESERVED)
+        start_rtd_under_load(ns)
+        s.assert_reserved()
+        pid = ns.rtd_pid
+        t0 = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        while time.monotonic() - t0 < 5:
+            try:
+                left = rtd_threads(pid)
+            except OSError:
+                left = []
+            if not left:
+                break
+            time.sleep(0.02)
+        assert not left, f"rtd's threads {left} still there 5 s after kill -9 under load"
+        print(f"  rtd gone {1000 * (time.monotonic() - t0):.0f} ms after kill -9 under load")
+        ns.rtd.wait(10)
+        p = ns.restore()
+        assert p.returncode == 0, p.stderr
+        s.assert_restored("kill -9 under load + rtd --restore")
 
 
 if __name__ == "__main__":
