@@ -68,6 +68,7 @@ RtdConfig *config_new(void) {
                 .max_queued = 100000,
                 .keep_finished = 10000,
                 .aging_sec = 10,
+                .start_timeout_sec = 10,
                 .max_priority = 80,
                 .max_cores_per_user = 0,
                 .max_queued_per_user = 1000,
@@ -96,6 +97,9 @@ RtdConfig *config_free(RtdConfig *c) {
         free(c->runtime_directory);
         free(c->admin_group);
         free(c->submit_group);
+        free(c->origin_worker_priority);
+        free(c->origin_default_priority);
+        free(c->origin_max_priority);
         free(c);
         return NULL;
 }
@@ -286,6 +290,7 @@ static const UintRange range_count = { 1, 10000000, "a number from 1 to 10000000
 static const UintRange range_count0 = { 0, 10000000, "a number from 0 (no limit) to 10000000" };
 static const UintRange range_body = { 1024, 64u * 1024 * 1024, "a size in bytes from 1024 to 67108864" };
 static const UintRange range_conn = { 1, 65536, "a number from 1 to 65536" };
+static const UintRange range_start_timeout = { 1, 3600, "a number of seconds from 1 to 3600" };
 static const UintRange range_timeout = { 0, 365u * 86400, "a number of seconds, 0 for no cap" };
 static const TuneRange range_rt_runtime = { -1, 1000000, "keep, -1 (no throttling) or microseconds 0..1000000" };
 static const TuneRange range_fair = { 0, 1000000, "keep or microseconds 0..1000000" };
@@ -325,6 +330,7 @@ static const ConfItem items[] = {
         { "Jobs", "MaxQueued", parse_uint, F(max_queued), &range_count },
         { "Jobs", "KeepFinished", parse_uint, F(keep_finished), &range_count0 },
         { "Jobs", "AgingSec", parse_uint, F(aging_sec), &range_interval },
+        { "Jobs", "StartTimeoutSec", parse_uint, F(start_timeout_sec), &range_start_timeout },
         { "Access", "AdminGroup", parse_group_or_none, F(admin_group) },
         { "Access", "SubmitGroup", parse_group_or_none, F(submit_group) },
         { "Access", "MaxPriority", parse_uint, F(max_priority), &range_prio },
@@ -337,6 +343,22 @@ static const ConfItem items[] = {
 
 size_t config_key_count(void) {
         return ELEMENTSOF(items) - 1;
+}
+
+/* Remember where the keys that config_validate() weighs against each other were set. */
+static int note_origin(RtdConfig *c, const ConfItem *item, const char *filename, unsigned line) {
+        char **slot = item->offset == offsetof(RtdConfig, worker_priority)    ? &c->origin_worker_priority
+                      : item->offset == offsetof(RtdConfig, default_priority) ? &c->origin_default_priority
+                      : item->offset == offsetof(RtdConfig, max_priority)     ? &c->origin_max_priority
+                                                                              : NULL;
+        if (!slot)
+                return 0;
+        free(*slot);
+        if (asprintf(slot, "%s:%u", filename, line) < 0) {
+                *slot = NULL;
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 static char *strip(char *s) {
@@ -434,7 +456,8 @@ int config_parse_text(RtdConfig *c, const char *filename, const char *text, FILE
                         fprintf(err, "%s:%u: invalid value '%s' for %s= in [%s]: expected %s\n", filename, line,
                                 value, key, section, allowed);
                         errors++;
-                }
+                } else if (note_origin(c, item, filename, line) < 0)
+                        return -ENOMEM;
         }
 
         if (ret_warnings)
@@ -492,8 +515,27 @@ int config_load(RtdConfig *c, const char *path, FILE *err) {
         return result;
 }
 
+/*
+ * A job's priority must stay below its worker's, so the worker always preempts the job on its CPU (to reap,
+ * report, start the next job, give a start up). Named at the line that set the key, else WorkerPriority='s.
+ */
+static int check_below_worker(const RtdConfig *c, FILE *err, const char *section, const char *key, unsigned v,
+                              const char *origin) {
+        if (v < c->worker_priority)
+                return 0;
+        fprintf(err, "%s: [%s] %s=%u must be below [Jobs] WorkerPriority=%u, so that rtd's worker always preempts "
+                     "a job on its CPU; lower %s= or raise WorkerPriority=\n",
+                origin ?: c->origin_worker_priority ?: "(defaults)", section, key, v, c->worker_priority, key);
+        return -EINVAL;
+}
+
 int config_validate(const RtdConfig *c, FILE *err) {
         int r = 0;
+
+        if (check_below_worker(c, err, "Jobs", "DefaultPriority", c->default_priority, c->origin_default_priority) < 0)
+                r = -EINVAL;
+        if (check_below_worker(c, err, "Access", "MaxPriority", c->max_priority, c->origin_max_priority) < 0)
+                r = -EINVAL;
 
         if (c->default_priority > c->max_priority && c->max_priority < 99)
                 fprintf(err, "warning: [Jobs] DefaultPriority=%u is above [Access] MaxPriority=%u; "
@@ -536,9 +578,9 @@ int config_dump(const RtdConfig *c, FILE *out) {
         fprintf(out, "[Metrics]\nProgramStats=%s\n\n", c->program_stats ? "yes" : "no");
         fprintf(out,
                 "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"
-                "KeepFinished=%u\nAgingSec=%u\n\n",
+                "KeepFinished=%u\nAgingSec=%u\nStartTimeoutSec=%u\n\n",
                 queue_policy_to_string(c->queue_policy), c->worker_priority, c->default_priority, c->kill_grace_sec,
-                c->max_queued, c->keep_finished, c->aging_sec);
+                c->max_queued, c->keep_finished, c->aging_sec, c->start_timeout_sec);
         fprintf(out,
                 "[Access]\nAdminGroup=%s\nSubmitGroup=%s\nMaxPriority=%u\nMaxCoresPerUser=%u\nMaxQueuedPerUser=%u\n"
                 "MaxTimeoutSec=%u\n",

@@ -69,6 +69,7 @@ typedef struct RtdConfig {
         unsigned max_queued;            /* all users */
         unsigned keep_finished;         /* finished jobs kept in the store */
         unsigned aging_sec;             /* priority policy: +1 queue priority per this many seconds waited */
+        unsigned start_timeout_sec;     /* a job's child must exec within this, else the job fails */
 
         /* [Access] */
         char *admin_group;              /* NULL: only root is admin */
@@ -77,6 +78,9 @@ typedef struct RtdConfig {
         unsigned max_cores_per_user;
         unsigned max_queued_per_user;
         unsigned max_timeout_sec;       /* 0 = no cap */
+
+        /* "file:line" where WorkerPriority=, DefaultPriority= and MaxPriority= were last set, or NULL. */
+        char *origin_worker_priority, *origin_default_priority, *origin_max_priority;
 } RtdConfig;
 
 #define RTD_DEFAULT_CONFIG "/etc/rtd/rtd.conf"

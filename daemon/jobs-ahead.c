@@ -4,6 +4,8 @@
  * whose short job runs, and start there the moment that job ends, without rtd's round trip. The worker
  * gives it back (WMSG_DROP/DROPPED) when rtd asks. See docs/jobs.md, "Handing the next job ahead".
  */
+#include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -11,6 +13,7 @@
 #include "jobs-internal.h"
 #include "manager.h"
 #include "shared/fileio.h"
+#include "shared/log.h"
 
 /*
  * Handing ahead pays off for short jobs only; behind a long one the next job would wait in "starting"
@@ -36,10 +39,35 @@ static int ahead_cpu(JobManager *jm, uint64_t now) {
         return -1;
 }
 
+/*
+ * A worker answers DROP at once: it never waits for its child. One that has not within this is stuck
+ * (stopped, or starved on its CPU): it is killed, so the job it held cannot start behind rtd's back, and
+ * on_worker_died() settles both of its jobs and starts a new worker.
+ */
+#define DROP_ANSWER_USEC (2 * 1000 * 1000ULL)
+
+static int on_drop_unanswered(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+        JobManager *jm = j->jm;
+        Worker *w = jm->slots[j->worker_cpu].worker;
+
+        j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
+        if (!job_is_ahead(jm, j) || !j->drop_requested || !w)
+                return 0;
+        log_warning("The worker for CPU %u (pid %d) did not give back job %" PRIu64 " within %llu ms; killing "
+                    "the worker", j->worker_cpu, (int) worker_pid(w), j->id, DROP_ANSWER_USEC / 1000);
+        (void) kill(worker_pid(w), SIGKILL);
+        return 0;
+}
+
 void job_take_back(JobManager *jm, Job *j) {
-        if (job_is_ahead(jm, j) && !j->drop_requested &&
-            worker_drop_job(jm->slots[j->worker_cpu].worker, j->id) >= 0)
-                j->drop_requested = true;
+        if (!job_is_ahead(jm, j) || j->drop_requested ||
+            worker_drop_job(jm->slots[j->worker_cpu].worker, j->id) < 0)
+                return;
+        j->drop_requested = true;
+        j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
+        (void) sd_event_add_time_relative(jm->manager->event, &j->ahead_src, CLOCK_MONOTONIC, DROP_ANSWER_USEC,
+                                          0, on_drop_unanswered, j);
 }
 
 static int on_ahead_limit(sd_event_source *s, uint64_t usec, void *userdata) {

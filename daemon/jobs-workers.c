@@ -147,6 +147,40 @@ static void on_worker_exited(Worker *w, const WorkerExited *e, void *userdata) {
         job_finish(jm, j, st, NULL);
 }
 
+/*
+ * The job's child hung before its exec, walking the user's file systems (its cwd, its PATH, its program on a
+ * stale NFS or a FUSE mount that does not answer): the worker killed it and has gone on. The CPU is free for
+ * the next job now, even if the killed child lingers until the file system answers.
+ */
+static void on_worker_start_timed_out(Worker *w, uint64_t job_id, const char *stage, void *userdata) {
+        JobManager *jm = userdata;
+        Job *j = worker_job(jm, w, job_id);
+        unsigned t = jm->manager->config->start_timeout_sec;
+        const char *what = j && j->spec.argv ? j->spec.argv[0] : "?";
+        int r;
+
+        if (!j)
+                return;
+        j->exec_failed = true;
+        free(j->reason);
+        if (streq(stage, "chdir"))
+                r = asprintf(&j->reason, "did not start within [Jobs] StartTimeoutSec=%u: chdir to %s did not return "
+                             "(a file system that does not answer?); the job was killed", t, j->spec.cwd ?: "/");
+        else if (streq(stage, "PATH lookup"))
+                r = asprintf(&j->reason, "did not start within [Jobs] StartTimeoutSec=%u: the PATH lookup of %s did "
+                             "not return (a file system that does not answer?); the job was killed", t, what);
+        else
+                r = asprintf(&j->reason, "did not start within [Jobs] StartTimeoutSec=%u: %s of %s did not return; "
+                             "the job was killed", t, stage, what);
+        if (r < 0)
+                j->reason = NULL;
+        job_signal(jm, j, SIGKILL);     /* by its cgroup: nothing of it may run on */
+        JobState st = job_final_state(j);
+        job_release_cpus(jm, j);
+        job_manager_dispatch(jm);
+        job_finish(jm, j, st, NULL);
+}
+
 /* The worker gave back a job that waited behind its running one, unstarted. */
 static void on_worker_dropped(Worker *w, uint64_t job_id, void *userdata) {
         JobManager *jm = userdata;
@@ -343,5 +377,6 @@ const WorkerCallbacks job_worker_callbacks = {
         .exec_failed = on_worker_exec_failed,
         .exited = on_worker_exited,
         .dropped = on_worker_dropped,
+        .start_timed_out = on_worker_start_timed_out,
         .died = on_worker_died,
 };

@@ -590,6 +590,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 .stdout_fd = -EBADF,
                 .stderr_fd = -EBADF,
                 .cwd = j->spec.cwd ?: "/",
+                .start_timeout_ms = jm->manager->config->start_timeout_sec * 1000,
                 .argv = j->spec.argv,
                 .env = env,
         };
@@ -686,6 +687,10 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
                                       cfg->max_priority);
                 prio = cfg->max_priority;
         }
+        if (prio >= cfg->worker_priority)
+                return refuse(rf, re, -EPERM, "priority", "%u is not below the workers' priority ([Jobs] "
+                              "WorkerPriority=%u), which must preempt every job; use 1-%u", prio,
+                              cfg->worker_priority, cfg->worker_priority - 1);
         if (!c->admin && cfg->max_timeout_sec > 0) {
                 if (spec->timeout_s > cfg->max_timeout_sec)
                         return refuse(rf, re, -EPERM, "timeout_s", "%g s is above the limit for non-admins "

@@ -2,8 +2,9 @@
 /*
  * rtd-worker: one per reserved CPU, started pinned and SCHED_FIFO by rtd. It forks each job so the child
  * is born on its CPU with its policy, and reports start and exit; the next job may wait in it to start
- * the moment the running one ends. It does no logging and no allocation
- * after start-up: all it does is wait for the daemon or for its child.
+ * the moment the running one ends. It does no logging and no allocation after start-up (but an area for
+ * the next child while an earlier one hangs): all it does is wait for the daemon, its child, or the child's
+ * start deadline.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -98,42 +99,130 @@ static int send_msg(const void *m, size_t size) {
         return n == (ssize_t) size ? 0 : -errno;
 }
 
+/*
+ * Spawning the job. fork() copies the worker's page tables and then makes it take copy-on-write faults
+ * (~120 us here); a child that shares the worker's memory (CLONE_VM) costs ~25 us, as posix_spawn()'s does.
+ * Unlike posix_spawn()'s, the worker does not wait for it (no CLONE_VFORK): the child's chdir(), PATH
+ * lookup and execve() run as the user and may never return (a stale NFS or FUSE mount the user controls),
+ * and the worker must go on answering rtd, and give up on the child after the job's start timeout.
+ *
+ * So the child and the worker run at the same time in the same memory: the child uses only its own area
+ * (its stack, with its copy of the START above it), and makes raw system calls, because glibc's wrappers
+ * would write errno, which lives in the worker's thread. It writes a byte to a close-on-exec pipe before
+ * each step that may block; the pipe's end (exec or exit, both after the child left the shared memory)
+ * tells the worker that the area is free again. clone3 (for CLONE_INTO_CGROUP) has no libc wrapper:
+ * rtd_clone3() is the x86-64 trampoline, glibc's __clone3 in small. Elsewhere, when every area is held by a
+ * child that hangs, or if the kernel refuses, the job is forked as before.
+ */
+
+/* Not under AddressSanitizer: its shadow stack bookkeeping does not survive a child on a foreign stack. */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define HAVE_RTD_CLONE3 1
+/* A system call without errno: the result, or -errno. */
+static inline long rsys6(long n, long a, long b, long c, long d, long e, long f) {
+        register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+        long ret;
+        __asm__ volatile("syscall"
+                         : "=a"(ret)
+                         : "0"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                         : "rcx", "r11", "memory");
+        return ret;
+}
+#else
+/* Only forked children run here (own memory): errno is theirs. */
+static long rsys6(long n, long a, long b, long c, long d, long e, long f) {
+        long r = syscall(n, a, b, c, d, e, f);
+        return r < 0 ? -errno : r;
+}
+#endif
+#define RSYS_PICK(n, a, b, c, d, e, f, ...) \
+        rsys6((long) (n), (long) (a), (long) (b), (long) (c), (long) (d), (long) (e), (long) (f))
+#define rsys(...) RSYS_PICK(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
+
+/* The steps a child may hang in, as it writes them to its pipe and as rtd is told. */
+#define STEP_SETUP 's'
+#define STEP_CHDIR 'c'
+#define STEP_PATH 'p'
+#define STEP_EXEC 'e'
+
+static const char *step_name(char step) {
+        switch (step) {
+        case STEP_CHDIR:
+                return "chdir";
+        case STEP_PATH:
+                return "PATH lookup";
+        case STEP_EXEC:
+                return "exec";
+        default:
+                return "setup";
+        }
+}
+
+typedef struct ChildArgs {
+        const WorkerStart *st;
+        const gid_t *groups;
+        char *strings;
+        JobFds fds;
+        int step_fd;            /* the pipe's write end, close-on-exec */
+        bool born_in_cgroup;
+} ChildArgs;
+
+static void child_step(const ChildArgs *a, char step) {
+        (void) rsys(SYS_write, a->step_fd, &step, 1);
+}
+
+static int child_send(const void *m, size_t size) {
+        long n;
+        do
+                n = rsys(SYS_sendto, sock, m, size, MSG_NOSIGNAL, NULL, 0);
+        while (n == -EINTR);
+        return n < 0 ? (int) n : 0;
+}
+
 /* In the job child: report why setup failed, then die with the conventional "could not exec" code. */
-static _Noreturn void child_fail(uint64_t job_id, const char *stage, int err) {
-        WorkerExec m = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = job_id }, .pid = getpid(), .error = err };
-        snprintf(m.stage, sizeof m.stage, "%s", stage);
-        (void) send_msg(&m, sizeof m);
-        _exit(127);
+static _Noreturn void child_fail(uint64_t id, const char *stage, int err) {
+        WorkerExec m = { .hdr = { .type = WMSG_EXEC_FAILED, .job_id = id }, .pid = (int32_t) rsys(SYS_getpid),
+                         .error = err };
+        size_t l = strnlen(stage, sizeof m.stage - 1);
+
+        memcpy(m.stage, stage, l);
+        m.stage[l] = 0;
+        (void) child_send(&m, sizeof m);
+        for (;;)
+                (void) rsys(SYS_exit_group, 127);
 }
 
 static int write_str_at(int dir, const char *path, const char *s) {
-        int fd = openat(dir, path, O_WRONLY | O_CLOEXEC);
-        ssize_t n;
+        long fd = rsys(SYS_openat, dir, path, O_WRONLY | O_CLOEXEC), n;
         if (fd < 0)
-                return -errno;
-        n = write(fd, s, strlen(s));
-        n = n < 0 ? -errno : 0;
-        close(fd);
-        return (int) n;
+                return (int) fd;
+        n = rsys(SYS_write, fd, s, strlen(s));
+        (void) rsys(SYS_close, fd);
+        return n < 0 ? (int) n : 0;
+}
+
+static int child_dup(long fd, int target) {
+        return fd == target ? 0 : (int) rsys(SYS_dup3, fd, target, 0);
 }
 
 /*
  * The job's <id>.<suffix> output file: the one rtd passed, under its final name (renaming the spare rtd
  * made is also what tells a restarted rtd that the job got this far), else one made here.
  */
-static int open_output(const WorkerStart *st, const char *suffix, const char *spare, int passed) {
+static long open_output(const WorkerStart *st, const char *suffix, const char *spare, int passed) {
         char name[64];
-        int fd;
+        long fd, r;
 
         snprintf(name, sizeof name, "%" PRIu64 ".%s", st->hdr.job_id, suffix);
-        if (passed >= 0 && renameat(WORKER_FD_OUTPUT_DIR, spare, WORKER_FD_OUTPUT_DIR, name) == 0)
+        if (passed >= 0 && rsys(SYS_renameat2, WORKER_FD_OUTPUT_DIR, spare, WORKER_FD_OUTPUT_DIR, name, 0) == 0)
                 return passed;
-        fd = openat(WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        fd = rsys(SYS_openat, WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
         if (fd < 0)
-                return -errno;
-        if (fchown(fd, st->uid, st->gid) < 0) {
-                int r = -errno;
-                close(fd);
+                return fd;
+        r = rsys(SYS_fchown, fd, st->uid, st->gid);
+        if (r < 0) {
+                (void) rsys(SYS_close, fd);
                 return r;
         }
         return fd;
@@ -142,6 +231,7 @@ static int open_output(const WorkerStart *st, const char *suffix, const char *sp
 /* Find argv[0] in the job's PATH, checked with the job's credentials (we run as the user by now). */
 static const char *resolve(const char *cmd, char *const *env, char *out, size_t size) {
         const char *path = "/usr/local/bin:/usr/bin:/bin";
+        size_t cl = strlen(cmd);
 
         if (strchr(cmd, '/'))
                 return cmd;
@@ -150,9 +240,13 @@ static const char *resolve(const char *cmd, char *const *env, char *out, size_t 
                         path = *e + 5;
         for (const char *p = path; *p;) {
                 size_t l = strcspn(p, ":");
-                if (l > 0 && (size_t) snprintf(out, size, "%.*s/%s", (int) l, p, cmd) < size &&
-                    access(out, X_OK) == 0)
-                        return out;
+                if (l > 0 && l + 1 + cl < size) {
+                        memcpy(out, p, l);
+                        out[l] = '/';
+                        memcpy(out + l + 1, cmd, cl + 1);
+                        if (rsys(SYS_faccessat, AT_FDCWD, out, X_OK) == 0)
+                                return out;
+                }
                 p += l;
                 if (*p == ':')
                         p++;
@@ -160,17 +254,15 @@ static const char *resolve(const char *cmd, char *const *env, char *out, size_t 
         return cmd;     /* execve reports ENOENT */
 }
 
-/*
- * The job's child. It may share the worker's memory (vfork-style): it writes only to its own stack and
- * makes raw system calls, and never returns.
- */
-static _Noreturn void child_run(const WorkerStart *st, const gid_t *groups, char *strings, const JobFds *fds,
-                                bool born_in_cgroup) {
-        char *cwd = strings, *argv[st->n_argv + 1], *env[st->n_env + 1], *p = strings, exe[4096];
+/* The job's child: it may share the worker's memory (see above), and never returns. */
+static _Noreturn void child_run(const ChildArgs *a) {
+        const WorkerStart *st = a->st;
+        char *cwd = a->strings, *argv[st->n_argv + 1], *env[st->n_env + 1], *p = a->strings, exe[4096];
+        uint64_t id = st->hdr.job_id;
         cpu_set_t mask;
         struct sched_param sp = { .sched_priority = st->policy == SCHED_OTHER ? 0 : st->priority };
-        sigset_t all;
-        int fd;
+        uint64_t none = 0;
+        long fd;
 
         p += strlen(p) + 1;
         for (uint32_t i = 0; i < st->n_argv; i++, p += strlen(p) + 1)
@@ -180,85 +272,87 @@ static _Noreturn void child_run(const WorkerStart *st, const gid_t *groups, char
                 env[i] = p;
         env[st->n_env] = NULL;
 
-        sigemptyset(&all);
-        sigprocmask(SIG_SETMASK, &all, NULL);
+        (void) rsys(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
 
         /* Not born into the job's cgroup (no clone3): join it first, before anything else could fork. */
-        if (fds->cgroup >= 0 && !born_in_cgroup) {
-                int r = write_str_at(fds->cgroup, "cgroup.procs", "0");
+        if (a->fds.cgroup >= 0 && !a->born_in_cgroup) {
+                int r = write_str_at(a->fds.cgroup, "cgroup.procs", "0");
                 if (r < 0)
-                        child_fail(st->hdr.job_id, "cgroup", -r);
+                        child_fail(id, "cgroup", -r);
         }
 
         cpuset_to_cpu_set(&st->cpus, &mask);
-        if (!CPU_EQUAL(&mask, &worker_mask) && sched_setaffinity(0, sizeof mask, &mask) < 0)
-                child_fail(st->hdr.job_id, "sched_setaffinity", errno);
-        if (sched_setscheduler(0, st->policy, &sp) < 0)
-                child_fail(st->hdr.job_id, "sched_setscheduler", errno);
-        if (setsid() < 0)
-                child_fail(st->hdr.job_id, "setsid", errno);
+        if (!CPU_EQUAL(&mask, &worker_mask) && (fd = rsys(SYS_sched_setaffinity, 0, sizeof mask, &mask)) < 0)
+                child_fail(id, "sched_setaffinity", (int) -fd);
+        if ((fd = rsys(SYS_sched_setscheduler, 0, st->policy, &sp)) < 0)
+                child_fail(id, "sched_setscheduler", (int) -fd);
+        if ((fd = rsys(SYS_setsid)) < 0)
+                child_fail(id, "setsid", (int) -fd);
 
-        fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || dup2(fd, STDIN_FILENO) < 0)
-                child_fail(st->hdr.job_id, "stdin", errno);
-        fd = open_output(st, "stdout", st->spare_stdout, fds->out);
-        if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
-                child_fail(st->hdr.job_id, "stdout", fd < 0 ? -fd : errno);
-        fd = open_output(st, "stderr", st->spare_stderr, fds->err);
-        if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
-                child_fail(st->hdr.job_id, "stderr", fd < 0 ? -fd : errno);
+        fd = rsys(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || (fd = child_dup(fd, STDIN_FILENO)) < 0)
+                child_fail(id, "stdin", (int) -fd);
+        fd = open_output(st, "stdout", st->spare_stdout, a->fds.out);
+        if (fd < 0 || (fd = child_dup(fd, STDOUT_FILENO)) < 0)
+                child_fail(id, "stdout", (int) -fd);
+        fd = open_output(st, "stderr", st->spare_stderr, a->fds.err);
+        if (fd < 0 || (fd = child_dup(fd, STDERR_FILENO)) < 0)
+                child_fail(id, "stderr", (int) -fd);
 
-        /* Raw calls: glibc's wrappers would broadcast to the threads of a (shared) multi-threaded process. */
-        if (syscall(SYS_setgroups, (size_t) st->n_groups, groups) < 0)
-                child_fail(st->hdr.job_id, "setgroups", errno);
-        if (syscall(SYS_setresgid, st->gid, st->gid, st->gid) < 0)
-                child_fail(st->hdr.job_id, "setgid", errno);
-        if (syscall(SYS_setresuid, st->uid, st->uid, st->uid) < 0)
-                child_fail(st->hdr.job_id, "setuid", errno);
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                child_fail(st->hdr.job_id, "no_new_privs", errno);
-        if (chdir(*cwd ? cwd : "/") < 0)
-                child_fail(st->hdr.job_id, "chdir", errno);
-        umask(0022);
+        /* Raw calls also because glibc's wrappers would broadcast to the threads of a multi-threaded process. */
+        if ((fd = rsys(SYS_setgroups, (size_t) st->n_groups, a->groups)) < 0)
+                child_fail(id, "setgroups", (int) -fd);
+        if ((fd = rsys(SYS_setresgid, st->gid, st->gid, st->gid)) < 0)
+                child_fail(id, "setgid", (int) -fd);
+        if ((fd = rsys(SYS_setresuid, st->uid, st->uid, st->uid)) < 0)
+                child_fail(id, "setuid", (int) -fd);
+        if ((fd = rsys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) < 0)
+                child_fail(id, "no_new_privs", (int) -fd);
+        /* From here on the user's file systems are walked: any step may hang (see above). */
+        child_step(a, STEP_CHDIR);
+        if ((fd = rsys(SYS_chdir, *cwd ? cwd : "/")) < 0)
+                child_fail(id, "chdir", (int) -fd);
+        (void) rsys(SYS_umask, 0022);
 
         /* Nothing of the worker's leaks into the job: every fd above stderr closes on exec. */
-        if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        if (rsys(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 for (int i = 3; i < 1024; i++)
-                        (void) fcntl(i, F_SETFD, FD_CLOEXEC);
+                        (void) rsys(SYS_fcntl, i, F_SETFD, FD_CLOEXEC);
 
+        child_step(a, STEP_PATH);
         const char *path = resolve(argv[0], env, exe, sizeof exe);
-        WorkerExec m = { .hdr = { .type = WMSG_EXEC, .job_id = st->hdr.job_id }, .pid = getpid() };
-        m.monotonic_usec = now_us(CLOCK_MONOTONIC);
-        (void) send_msg(&m, sizeof m);
-        execve(path, argv, env);
-        child_fail(st->hdr.job_id, "execve", errno);
+        WorkerExec m = { .hdr = { .type = WMSG_EXEC, .job_id = id }, .pid = (int32_t) rsys(SYS_getpid) };
+        struct timespec ts;
+        (void) rsys(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+        m.monotonic_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        child_step(a, STEP_EXEC);
+        (void) child_send(&m, sizeof m);
+        fd = rsys(SYS_execve, path, argv, env);
+        child_fail(id, "execve", (int) -fd);
 }
-
-/*
- * Spawning the job. fork() copies the worker's page tables and then makes it take copy-on-write faults
- * (~120 us here); a vfork-style clone shares the memory and suspends the worker until the child execs
- * (~25 us), as posix_spawn() does. The child needs its own stack for that, and clone3 (for
- * CLONE_INTO_CGROUP) has no libc wrapper: rtd_clone3() is the x86-64 trampoline, glibc's __clone3 in
- * small. Elsewhere, or if the kernel refuses, the job is forked as before.
- */
-typedef struct ChildArgs {
-        const WorkerStart *st;
-        const gid_t *groups;
-        char *strings;
-        JobFds fds;
-        bool born_in_cgroup;
-} ChildArgs;
 
 typedef struct CloneArgs {
         uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size,
                 cgroup;
 } CloneArgs;
 
-#define CHILD_STACK_SIZE (4UL << 20)    /* argv and env pointer arrays live there: up to 256 KiB of strings */
-static void *child_stack;
+/*
+ * A child's area: its stack, and at the top its ChildArgs and a copy of the START it runs, so the worker
+ * may take the next message at once. Held from the spawn until the child left the shared memory (its pipe
+ * closed) or, for a child given up on, until it is reaped: a child that hangs in a FUSE request dies only
+ * when the request ends, however it was killed.
+ */
+#define AREA_SIZE (6UL << 20)   /* argv and env pointer arrays live on the stack: up to 256 KiB of strings */
+#define AREAS 4
 
-/* Not under AddressSanitizer: its shadow stack bookkeeping does not survive a child on a foreign stack. */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+typedef struct Area {
+        char *base;             /* above its guard page, or NULL: not mapped yet */
+        pid_t owner;            /* the child using it, or 0 */
+} Area;
+
+static Area areas[AREAS];
+
+#ifdef HAVE_RTD_CLONE3
 long rtd_clone3(CloneArgs *args, size_t size, int (*fn)(void *), void *arg);
 __asm__(".text\n"
         ".globl rtd_clone3\n"
@@ -281,23 +375,49 @@ __asm__(".text\n"
         "        syscall\n"
         "        hlt\n"
         ".size rtd_clone3, .-rtd_clone3\n");
-#define HAVE_RTD_CLONE3 1
+
+static int child_entry(void *p) {
+        child_run(p);
+}
+
+/* A free area, mapped on first use (only the first one at start-up: more are needed only after hangs). */
+static Area *area_get(void) {
+        for (unsigned i = 0; i < AREAS; i++) {
+                Area *a = &areas[i];
+                if (a->owner)
+                        continue;
+                if (!a->base) {
+                        char *m = mmap(NULL, AREA_SIZE + 4096, PROT_READ | PROT_WRITE,
+                                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+                        if (m == MAP_FAILED)
+                                return NULL;
+                        (void) mprotect(m, 4096, PROT_NONE);
+                        a->base = m + 4096;
+                }
+                return a;
+        }
+        return NULL;
+}
 #endif
+
+static void area_release(pid_t pid) {
+        for (unsigned i = 0; pid > 0 && i < AREAS; i++)
+                if (areas[i].owner == pid)
+                        areas[i].owner = 0;
+}
 
 static pid_t job_pid;
 static uint64_t job_id;
 static int job_cgroup = -EBADF;         /* the running job's cgroup directory */
+static int job_steps = -EBADF;          /* the starting child's pipe (read end), until it execs or dies */
+static uint64_t job_deadline;           /* CLOCK_MONOTONIC usec by which it must have exec'd; 0: none */
 static int orphan;
 
-#ifdef HAVE_RTD_CLONE3
-static int child_entry(void *p) {
-        const ChildArgs *a = p;
-        child_run(a->st, a->groups, a->strings, &a->fds, a->born_in_cgroup);
-}
-#endif
-
-/* The job's pid, born in its cgroup when it has one and the kernel can (else the child joins it), or -1. */
-static pid_t spawn_job(ChildArgs *a) {
+/*
+ * The job's pid, born in its cgroup when it has one and the kernel can (else the child joins it), or -1
+ * (errno set). m: the START; a: filled in here, the caller's copy for a forked child.
+ */
+static pid_t spawn_job(const Inbox *m, ChildArgs *a) {
         int cg = a->fds.cgroup;
         CloneArgs ca = { .exit_signal = SIGCHLD };
         long r;
@@ -308,27 +428,41 @@ static pid_t spawn_job(ChildArgs *a) {
         }
         a->born_in_cgroup = cg >= 0;
 #ifdef HAVE_RTD_CLONE3
-        if (child_stack) {
+        Area *area = area_get();
+        if (area) {
+                /* The top of the area: ChildArgs, then the START; the stack grows down below them. */
+                char *top = area->base + AREA_SIZE - ((m->size + 63) & ~(size_t) 63) - 64;
+                ChildArgs *ca_copy = (ChildArgs *) (void *) top;
+                char *msg = top + 64;
                 CloneArgs va = ca;
-                va.flags |= CLONE_VM | CLONE_VFORK;
-                va.stack = (uint64_t) (uintptr_t) child_stack;
-                va.stack_size = CHILD_STACK_SIZE;
-                r = rtd_clone3(&va, sizeof va, child_entry, a);
-                if (r > 0)
+
+                _Static_assert(sizeof(ChildArgs) <= 64, "ChildArgs must fit its slot");
+                memcpy(msg, m->b.raw, m->size);
+                *ca_copy = *a;
+                ca_copy->st = (const WorkerStart *) (void *) msg;
+                ca_copy->groups = (const gid_t *) (void *) (msg + sizeof(WorkerStart));
+                ca_copy->strings = msg + (a->strings - m->b.raw);
+                va.flags |= CLONE_VM;
+                va.stack = (uint64_t) (uintptr_t) area->base;
+                va.stack_size = (uint64_t) (top - area->base) & ~(uint64_t) 15;
+                r = rtd_clone3(&va, sizeof va, child_entry, ca_copy);
+                if (r > 0) {
+                        area->owner = (pid_t) r;
                         return (pid_t) r;
+                }
         }
 #endif
         if (cg >= 0) {
                 r = syscall(SYS_clone3, &ca, sizeof ca);
                 if (r == 0)
-                        child_run(a->st, a->groups, a->strings, &a->fds, true);
+                        child_run(a);
                 if (r > 0)
                         return (pid_t) r;
         }
         a->born_in_cgroup = false;
         r = fork();
         if (r == 0)
-                child_run(a->st, a->groups, a->strings, &a->fds, false);
+                child_run(a);
         return (pid_t) r;
 }
 
@@ -364,14 +498,24 @@ static void start_job(Inbox *m) {
          * The child is born in its cgroup (clone3 + CLONE_INTO_CGROUP): moving a task between cgroups takes
          * the cgroup threadgroup lock for writing, which costs an RCU grace period (~0.5 ms here).
          */
-        pid = spawn_job(&ca);
-        if (pid < 0) {
+        int steps[2];
+        if (pipe2(steps, O_CLOEXEC | O_NONBLOCK) < 0) {
                 int err = errno;
                 inbox_close_fds(m);
                 send_exec_failed(st->hdr.job_id, "fork", err);
                 return;
         }
-        /* The child has its own copies by now (it has exec'd or failed): keep only the cgroup's. */
+        ca.step_fd = steps[1];
+        pid = spawn_job(m, &ca);
+        close(steps[1]);
+        if (pid < 0) {
+                int err = errno;
+                close(steps[0]);
+                inbox_close_fds(m);
+                send_exec_failed(st->hdr.job_id, "fork", err);
+                return;
+        }
+        /* The child has its own descriptor table (no CLONE_FILES): keep only the cgroup's. */
         if (ca.fds.out >= 0)
                 close(ca.fds.out);
         if (ca.fds.err >= 0)
@@ -380,9 +524,20 @@ static void start_job(Inbox *m) {
         job_cgroup = ca.fds.cgroup;
         job_pid = pid;
         job_id = st->hdr.job_id;
+        job_steps = steps[0];
+        job_deadline = st->start_timeout_ms ? now_us(CLOCK_MONOTONIC) + (uint64_t) st->start_timeout_ms * 1000 : 0;
         started.pid = pid;
         started.boottime_usec = now_us(CLOCK_BOOTTIME);
         (void) send_msg(&started, sizeof started);
+}
+
+/* The starting child left the shared memory (exec'd or died): its area is free, no deadline holds. */
+static void steps_done(void) {
+        if (job_steps >= 0)
+                close(job_steps);
+        job_steps = -EBADF;
+        job_deadline = 0;
+        area_release(job_pid);
 }
 
 /* START: run it now, or keep it for when the running job ends (one at most waits). */
@@ -436,6 +591,29 @@ static void write_exit_file(const WorkerExited *e) {
         write_note(name, text, (size_t) n);
 }
 
+/* The running job is over for the worker: free its CPU of whatever it left, start the one waiting. */
+static void job_done(pid_t pid) {
+        /*
+         * The job is its main process: whatever it left behind goes with it, freeing the CPU. Done after the
+         * report so rtd picks the next job meanwhile; its START is read only after this.
+         */
+        if (job_cgroup >= 0) {
+                (void) write_str_at(job_cgroup, "cgroup.kill", "1");
+                close(job_cgroup);
+                job_cgroup = -EBADF;
+        }
+        (void) kill(-pid, SIGKILL);
+        job_pid = 0;
+        job_id = 0;
+        if (orphan)
+                _exit(0);
+        if (pending) {
+                Inbox *next = pending;
+                pending = NULL;
+                start_job(next);
+        }
+}
+
 static void reap(void) {
         for (;;) {
                 struct rusage ru = {};
@@ -443,8 +621,12 @@ static void reap(void) {
                 pid_t pid = wait4(-1, &status, WNOHANG, &ru);
                 if (pid <= 0)
                         return;
-                if (pid != job_pid)
+                if (pid != job_pid) {
+                        area_release(pid);      /* a child given up on (start_timed_out) is gone at last */
                         continue;
+                }
+                if (job_steps >= 0)
+                        steps_done();
 
                 WorkerExited e = {
                         .hdr = { .type = WMSG_EXITED, .job_id = job_id },
@@ -461,27 +643,36 @@ static void reap(void) {
                 };
                 if (orphan || send_msg(&e, sizeof e) < 0)
                         write_exit_file(&e);
-
-                /*
-                 * The job is its main process: whatever it left behind goes with it, freeing the CPU. Done
-                 * after the report so rtd picks the next job meanwhile; its START is read only after this.
-                 */
-                if (job_cgroup >= 0) {
-                        (void) write_str_at(job_cgroup, "cgroup.kill", "1");
-                        close(job_cgroup);
-                        job_cgroup = -EBADF;
-                }
-                (void) kill(-pid, SIGKILL);
-                job_pid = 0;
-                job_id = 0;
-                if (orphan)
-                        _exit(0);
-                if (pending) {
-                        Inbox *next = pending;
-                        pending = NULL;
-                        start_job(next);
-                }
+                job_done(pid);
         }
+}
+
+/*
+ * The child did not exec in time: it hangs in a step that walks the user's file systems. Kill it, tell rtd
+ * which step, and go on without waiting for it: a task in a FUSE request that is never answered dies only
+ * when the request ends (the file system's server answers, dies, or its connection is aborted). Its area
+ * stays its own until it is reaped.
+ */
+static void start_timed_out(void) {
+        WorkerExec m = { .hdr = { .type = WMSG_START_TIMED_OUT, .job_id = job_id }, .pid = job_pid,
+                         .error = ETIMEDOUT };
+        char buf[64], step = STEP_SETUP;
+        ssize_t n;
+        pid_t pid = job_pid;
+
+        while ((n = read(job_steps, buf, sizeof buf)) > 0)
+                step = buf[n - 1];
+        snprintf(m.stage, sizeof m.stage, "%s", step_name(step));
+        (void) kill(pid, SIGKILL);
+        close(job_steps);
+        job_steps = -EBADF;
+        job_deadline = 0;
+        if (orphan || send_msg(&m, sizeof m) < 0) {
+                WorkerExited e = { .hdr = { .type = WMSG_EXITED, .job_id = job_id }, .pid = pid, .status = SIGKILL,
+                                   .realtime_usec = now_us(CLOCK_REALTIME) };
+                write_exit_file(&e);
+        }
+        job_done(pid);
 }
 
 /* One message from rtd into m, with its descriptors (close-on-exec: they reach a job only as its stdio). */
@@ -511,7 +702,7 @@ static ssize_t receive(Inbox *m) {
 
 int main(int argc, char **argv) {
         WorkerMsg ready = { .type = WMSG_READY };
-        struct pollfd p[2];
+        struct pollfd p[3];
         sigset_t chld;
 
         (void) argc;
@@ -533,20 +724,23 @@ int main(int argc, char **argv) {
                 (void) mlockall(MCL_CURRENT | MCL_FUTURE);
         if (sched_getaffinity(0, sizeof worker_mask, &worker_mask) < 0)
                 CPU_ZERO(&worker_mask);
-        /* The vfork-style child's stack, with a guard page below it; without it jobs are forked. */
-        child_stack = mmap(NULL, CHILD_STACK_SIZE + 4096, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (child_stack == MAP_FAILED)
-                child_stack = NULL;
-        else {
-                (void) mprotect(child_stack, 4096, PROT_NONE);
-                child_stack = (char *) child_stack + 4096;
-        }
+#ifdef HAVE_RTD_CLONE3
+        (void) area_get();      /* the first child's area, mapped now; without it jobs are forked */
+#endif
         if (send_msg(&ready, sizeof ready) < 0)
                 return 1;
 
         for (;;) {
-                if (poll(p, orphan ? 1 + 1 : 2, -1) < 0) {
+                int timeout = -1;
+
+                /* The starting child's pipe: only its end (POLLHUP) wakes us, not the steps written to it. */
+                p[2] = (struct pollfd){ .fd = job_steps, .events = 0 };
+                if (job_deadline) {
+                        uint64_t now = now_us(CLOCK_MONOTONIC);
+                        timeout = now >= job_deadline ? 0 : (int) ((job_deadline - now + 999) / 1000);
+                }
+                int n = poll(p, 3, timeout);
+                if (n < 0) {
                         if (errno == EINTR)
                                 continue;
                         return 1;
@@ -557,11 +751,15 @@ int main(int argc, char **argv) {
                                 ;
                         reap();
                 }
+                if (job_steps >= 0 && p[2].fd == job_steps && (p[2].revents & (POLLHUP | POLLERR)))
+                        steps_done();
+                if (job_deadline && now_us(CLOCK_MONOTONIC) >= job_deadline)
+                        start_timed_out();
                 if (!orphan && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-                        ssize_t n = receive(in);
-                        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        ssize_t r = receive(in);
+                        if (r < 0 && (errno == EAGAIN || errno == EINTR))
                                 continue;
-                        if (n <= 0) {
+                        if (r <= 0) {
                                 /* The daemon died or let us go: finish the running job first, if any. The one
                                  * waiting behind it never starts; say so now, before the next rtd looks. */
                                 orphan = 1;
@@ -575,7 +773,7 @@ int main(int argc, char **argv) {
                                         return 0;
                                 continue;
                         }
-                        bool whole = (size_t) n <= sizeof in->b.raw && (size_t) n >= sizeof(WorkerMsg);
+                        bool whole = (size_t) r <= sizeof in->b.raw && (size_t) r >= sizeof(WorkerMsg);
                         if (whole && in->b.start.hdr.type == WMSG_START)
                                 on_start();
                         else {

@@ -20,6 +20,8 @@ typedef enum WorkerMsgType {
         WMSG_BUSY,              /* worker → daemon: refused START: a job runs and another one waits already */
         WMSG_DROP,              /* daemon → worker: forget the job waiting behind the running one, if not started */
         WMSG_DROPPED,           /* worker → daemon: forgot it (else it has started, and STARTED follows) */
+        WMSG_START_TIMED_OUT,   /* worker → daemon: the child did not exec within the start timeout (WorkerExec:
+                                 * the step it hung in); it was killed and the worker has moved on */
 } WorkerMsgType;
 
 typedef struct WorkerMsg {
@@ -47,7 +49,7 @@ typedef struct WorkerStart {
         uint32_t n_groups;
         uint32_t n_argv, n_env;
         uint32_t strings_size;
-        uint32_t pad;
+        uint32_t start_timeout_ms;      /* the child must exec within this, else it is killed; 0: no limit */
         CpuSet cpus;
         char spare_stdout[32];          /* WORKER_START_OUTPUT: the names of the files passed */
         char spare_stderr[32];
@@ -66,7 +68,8 @@ typedef struct WorkerExec {
         int32_t pid;
         int32_t error;                  /* WMSG_EXEC_FAILED: errno */
         uint64_t monotonic_usec;        /* just before execve */
-        char stage[32];                 /* WMSG_EXEC_FAILED: "setuid", "chdir", "execve"… */
+        char stage[32];                 /* WMSG_EXEC_FAILED: "setuid", "chdir", "execve"…;
+                                         * WMSG_START_TIMED_OUT: "chdir", "PATH lookup", "exec" or "setup" */
 } WorkerExec;
 
 typedef struct WorkerExited {

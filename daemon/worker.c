@@ -155,6 +155,12 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                 case WMSG_BUSY:
                         w->cb->exec_failed(w, m.hdr.job_id, "worker busy", EBUSY, w->userdata);
                         break;
+                case WMSG_START_TIMED_OUT:
+                        if ((size_t) n >= sizeof m.exec && w->cb->start_timed_out) {
+                                m.exec.stage[sizeof m.exec.stage - 1] = 0;
+                                w->cb->start_timed_out(w, m.hdr.job_id, m.exec.stage, w->userdata);
+                        }
+                        break;
                 case WMSG_DROPPED:
                         w->cb->dropped(w, m.hdr.job_id, w->userdata);
                         break;
@@ -284,6 +290,7 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
                 .uid = j->uid,
                 .gid = j->gid,
                 .n_groups = (uint32_t) j->n_groups,
+                .start_timeout_ms = j->start_timeout_ms,
                 .cpus = *j->cpus,
         };
         struct iovec iov[64 + 2];

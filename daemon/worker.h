@@ -20,6 +20,8 @@ typedef struct WorkerCallbacks {
         void (*exited)(Worker *w, const WorkerExited *e, void *userdata);
         /* The job handed over to wait behind the running one was forgotten unstarted (worker_drop_job). */
         void (*dropped)(Worker *w, uint64_t job_id, void *userdata);
+        /* The child did not exec within the job's start timeout, hanging in stage: killed, the worker went on. */
+        void (*start_timed_out)(Worker *w, uint64_t job_id, const char *stage, void *userdata);
         /* The worker process died (wait status); it is not restarted by this module. */
         void (*died)(Worker *w, int status, void *userdata);
 } WorkerCallbacks;
@@ -59,6 +61,7 @@ typedef struct WorkerJob {
         const char *spare_stdout;       /* their names in the output dir */
         const char *spare_stderr;
         const char *cwd;
+        unsigned start_timeout_ms;      /* the child must exec within this, else it is killed; 0: no limit */
         char *const *argv;
         char *const *env;
 } WorkerJob;

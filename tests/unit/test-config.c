@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* config.c from strings: defaults, every key, every error names file:line, the value and what is allowed. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -214,6 +215,48 @@ static void test_dump_round_trip(void **state) {
         config_free(d);
 }
 
+/* config_validate's messages for c, and its result in *ret_r. */
+static char *validate(const RtdConfig *c, int *ret_r) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *err = open_memstream(&buf, &size);
+
+        assert_non_null(err);
+        *ret_r = config_validate(c, err);
+        fclose(err);
+        return buf;
+}
+
+/* Jobs must stay below their worker's priority: refused at the line that set the key. */
+static void test_priority_below_worker(void **state) {
+        RtdConfig *c = config_new();
+        char *msg;
+        int r;
+
+        free(parse(c, "[Jobs]\nWorkerPriority=60\n\n[Access]\nMaxPriority=70\n", &r, NULL));
+        assert_int_equal(r, 0);
+        msg = validate(c, &r);
+        assert_int_equal(r, -EINVAL);
+        assert_non_null(strstr(msg, "test.conf:5: [Access] MaxPriority=70 must be below [Jobs] WorkerPriority=60"));
+        assert_null(strstr(msg, "DefaultPriority"));            /* 50 is below 60 */
+        free(msg);
+
+        /* Equal is refused too; a default that clashes is named at WorkerPriority='s line. */
+        free(parse(c, "[Access]\nMaxPriority=59\n[Jobs]\nWorkerPriority=50\n", &r, NULL));
+        msg = validate(c, &r);
+        assert_int_equal(r, -EINVAL);
+        assert_non_null(strstr(msg, "test.conf:4: [Jobs] DefaultPriority=50 must be below [Jobs] WorkerPriority=50"));
+        assert_non_null(strstr(msg, "test.conf:2: [Access] MaxPriority=59 must be below"));
+        free(msg);
+
+        free(parse(c, "[Jobs]\nWorkerPriority=99\nDefaultPriority=98\n[Access]\nMaxPriority=98\n", &r, NULL));
+        msg = validate(c, &r);
+        assert_int_equal(r, 0);
+        assert_true(!msg || !*msg);
+        free(msg);
+        config_free(c);
+}
+
 static void test_shipped_config_is_defaults(void **state) {
         const char *src = getenv("RTD_SOURCE_DIR");
         RtdConfig *c = config_new(), *d = config_new();
@@ -275,6 +318,7 @@ int main(void) {
                 cmocka_unit_test(test_later_value_wins_and_error_keeps_going),
                 cmocka_unit_test(test_dump_round_trip),
                 cmocka_unit_test(test_shipped_config_is_defaults),
+                cmocka_unit_test(test_priority_below_worker),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

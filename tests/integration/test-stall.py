@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""A job cannot stall dispatch (issue 11, point 3): rtd reserves CPU 1 in a private PID namespace; an
+unprivileged user's job whose working directory (or PATH) lies on a FUSE file system that never answers
+(hangfs.py) fails after [Jobs] StartTimeoutSec= naming the step, while later jobs still run on that CPU; a
+job handed ahead to a worker that does not answer is settled in bounded time. Needs root, 2 CPUs and
+/dev/fuse; holds /tmp/rtd-knobs.lock while rtd runs."""
+import json
+import os
+import pwd
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import http.client
+
+from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run, run_tests, test
+
+CPU = 1
+GROUP = "rtdstalltest"
+BASE_CONF = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n[Jobs]\nKillGraceSec=1\n"
+             f"[Access]\nSubmitGroup={GROUP}\n")
+HANGFS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hangfs.py")
+FINAL = ("succeeded", "failed", "cancelled", "timed_out", "lost")
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path, timeout=30):
+        super().__init__("rtd", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def api(rtd, method, path, body=None):
+    c = UnixHTTP(rtd.socket)
+    try:
+        c.request(method, path, body=None if body is None else json.dumps(body),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        return r.status, (json.loads(data) if data[:1] in (b"{", b"[") else data)
+    finally:
+        c.close()
+
+
+def job(rtd, jid):
+    st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
+    assert st == 200, (st, j)
+    return j
+
+
+def wait_final(rtd, jid, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        j = job(rtd, jid)
+        if j["state"] in FINAL:
+            return j
+        time.sleep(0.02)
+    raise AssertionError(f"job {jid} did not finish within {timeout}s: {job(rtd, jid)}")
+
+
+def uctl(rtd, u, *args):
+    cmd = ["setpriv", f"--reuid={u.uid}", f"--regid={pwd.getpwuid(u.uid).pw_gid}", "--init-groups", "--",
+           RTCTL, "--socket", rtd.socket, *args]
+    return run(cmd)
+
+
+def submit_as(rtd, u, *args):
+    p = uctl(rtd, u, "submit", "-E", "-e", "PATH=/usr/bin:/bin", *args)
+    assert p.returncode == 0, p
+    return int(p.stdout.strip())
+
+
+def uid_pids(uid):
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and os.stat(f"/proc/{d}").st_uid == uid:
+                pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+def worker_host_pid(rtd):
+    kids = open(f"/proc/{rtd.pid}/task/{rtd.pid}/children").read().split()
+    for k in kids:
+        try:
+            if open(f"/proc/{k}/comm").read().strip() == "rtd-worker":
+                return int(k)
+        except OSError:
+            pass
+    raise AssertionError(f"no rtd-worker among rtd's children {kids}")
+
+
+class HangFs:
+    """hangfs.py mounted on a fresh directory, before rtd starts (rtd's mount namespace copies it)."""
+
+    def __enter__(self):
+        if not os.path.exists("/dev/fuse"):
+            raise Skip("needs /dev/fuse")
+        self.dir = tempfile.mkdtemp(prefix="rtd-test-hangfs-")
+        os.chmod(self.dir, 0o755)
+        self.proc = subprocess.Popen([sys.executable, HANGFS, self.dir], stdout=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.__exit__(None, None, None)
+            raise AssertionError(f"hangfs did not start: {line!r}, exit {self.proc.poll()}")
+        return self
+
+    def stop(self):
+        """Kill the server: its /dev/fuse closes, the connection aborts and every waiting request ends."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def __exit__(self, *exc):
+        self.stop()
+        subprocess.run(["umount", "-l", self.dir], capture_output=True)
+        os.rmdir(self.dir)
+
+
+class JobRtd:
+    def __init__(self, conf=""):
+        self.conf = conf
+
+    def __enter__(self):
+        need_root()
+        if os.cpu_count() < 2:
+            raise Skip("needs 2 CPUs: CPU 0 for housekeeping, CPU 1 reserved")
+        subprocess.run(["groupadd", "-f", GROUP], check=True)
+        self.knobs = Knobs()
+        self.rtd = Rtd(reserve=str(CPU), conf=BASE_CONF + self.conf, name="stall")
+        try:
+            self.rtd.start()
+            end = time.time() + 10
+            while time.time() < end:
+                st, s = api(self.rtd, "GET", "/v1/status")
+                ws = (s.get("jobs") or {}).get("workers", []) if st == 200 else []
+                if ws and all(w["state"] in ("idle", "busy") for w in ws):
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError(f"no worker became ready: {s}")
+        except BaseException:
+            self.rtd.cleanup()
+            raise
+        return self.rtd
+
+    def __exit__(self, *exc):
+        self.rtd.cleanup()
+        diff = self.knobs.diff()
+        if diff:
+            self.knobs.restore()
+            if not exc[0]:
+                raise AssertionError(f"rtd left global knobs changed: {diff}")
+
+
+@test
+def blocked_start_fails_and_queue_goes_on():
+    with TestUser("rtdstall-user", groups=[GROUP]) as u, HangFs() as fs, \
+            JobRtd("[Jobs]\nStartTimeoutSec=2\n") as rtd:
+        worker = worker_host_pid(rtd)
+        t0 = time.monotonic()
+        a = submit_as(rtd, u, "-C", fs.dir + "/dir", "--", "/bin/true")
+        b = submit_as(rtd, u, "-C", "/", "-e", f"PATH={fs.dir}/bin:/usr/bin", "--", "true")
+        c = submit_as(rtd, u, "-C", "/", "--", "/bin/echo", "still running")
+        # rtd and the worker answer while the child hangs in the FUSE lookup.
+        time.sleep(0.5)
+        st, s = api(rtd, "GET", "/v1/status")
+        assert st == 200 and job(rtd, a)["state"] == "starting", job(rtd, a)
+
+        ja = wait_final(rtd, a)
+        took_a = time.monotonic() - t0
+        assert ja["state"] == "failed" and "chdir" in ja["reason"] and "StartTimeoutSec=2" in ja["reason"] \
+            and fs.dir in ja["reason"], ja
+        assert 1.9 <= took_a < 6, took_a
+        jb = wait_final(rtd, b)
+        assert jb["state"] == "failed" and "PATH lookup" in jb["reason"] and "true" in jb["reason"], jb
+        jc = wait_final(rtd, c)
+        assert jc["state"] == "succeeded", jc
+        st, out = api(rtd, "GET", f"/v1/jobs/{c}/output?stream=stdout")
+        assert st == 200 and out.strip() == b"still running", out
+        print(f"  blocked start failed after {took_a:.2f} s (StartTimeoutSec=2)", flush=True)
+
+        # Same worker throughout: it never waited for the hanging children.
+        assert worker_host_pid(rtd) == worker, "the worker was restarted"
+        # The killed children still wait in the kernel for the file system...
+        stuck = uid_pids(u.uid)
+        assert stuck, "the killed children are expected to wait until the FUSE request ends"
+        # ...and die as soon as its server does.
+        fs.stop()
+        end = time.time() + 10
+        while uid_pids(u.uid) and time.time() < end:
+            time.sleep(0.05)
+        assert not uid_pids(u.uid), f"left behind: {uid_pids(u.uid)}"
+        # And the CPU still takes jobs.
+        d = submit_as(rtd, u, "-C", "/", "--", "/bin/true")
+        assert wait_final(rtd, d)["state"] == "succeeded"
+
+
+@test
+def job_ahead_of_a_stuck_worker_is_settled():
+    with JobRtd() as rtd:
+        worker = worker_host_pid(rtd)
+        env = {"PATH": "/usr/bin:/bin"}
+        st, x = api(rtd, "POST", "/v1/jobs", {"argv": ["sleep", "30"], "env": env})
+        assert st == 201, x
+        st, y = api(rtd, "POST", "/v1/jobs", {"argv": ["true"], "env": env})
+        assert st == 201, y
+        t0 = time.monotonic()
+        os.kill(worker, signal.SIGSTOP)     # a worker that never answers
+        try:
+            if job(rtd, y["id"])["state"] != "starting":
+                raise Skip("the second job was not handed ahead (the first one started too long before)")
+            jy = wait_final(rtd, y["id"], timeout=10)
+            took = time.monotonic() - t0
+        finally:
+            try:
+                os.kill(worker, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        assert jy["state"] == "failed" and "worker" in jy["reason"], jy
+        assert took < 5, took
+        print(f"  job ahead of a stuck worker settled after {took:.2f} s", flush=True)
+        jx = wait_final(rtd, x["id"], timeout=10)
+        assert jx["state"] == "failed", jx
+        st, z = api(rtd, "POST", "/v1/jobs", {"argv": ["true"], "env": env})
+        assert st == 201 and wait_final(rtd, z["id"])["state"] == "succeeded"
+
+
+if __name__ == "__main__":
+    _lock = knob_lock() if os.geteuid() == 0 else None
+    run_tests()
