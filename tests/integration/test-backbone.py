@@ -167,7 +167,8 @@ def check_config():
         p = run([RTD, "--config", rtd.config], timeout=20)
         assert p.returncode == 1 and not os.path.exists(rtd.socket), p
         # Drop-ins are read after the main file, in lexical order.
-        rtd.write_config(open(rtd.config).read().replace("WorkerPriority=150", "WorkerPriority=10"))
+        rtd.write_config(open(rtd.config).read().replace("WorkerPriority=150",
+                                                         "WorkerPriority=10\nDefaultPriority=5\n[Access]\nMaxPriority=5"))
         os.makedirs(rtd.config + ".d")
         open(rtd.config + ".d/20-b.conf", "w").write("[Jobs]\nWorkerPriority=30\n")
         open(rtd.config + ".d/10-a.conf", "w").write("[Jobs]\nWorkerPriority=20\n")
