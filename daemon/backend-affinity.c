@@ -17,6 +17,7 @@
 #include "shared/fileio.h"
 #include "shared/log.h"
 
+#define PF_EXITING 0x00000004u
 #define PF_KTHREAD 0x00200000u
 #define PF_NO_SETAFFINITY 0x04000000u
 
@@ -171,9 +172,15 @@ static int list_procs(int proc_fd, pid_t own_pid, uint64_t deadline_usec, Proc *
         }
         closedir(d);
         qsort(procs, n, sizeof *procs, proc_cmp);
-        /* Descendants of rtd are its workers and their jobs: they belong on the reserved CPUs. */
+        /* Descendants of rtd are its workers and their jobs: they belong on the reserved CPUs. rtd itself pins
+         * its own threads (manager.c), so a walk never counts them as moved. */
         for (size_t i = 0; i < n; i++) {
                 pid_t p = procs[i].ppid;
+
+                if (procs[i].pid == own_pid) {
+                        procs[i].own = true;
+                        continue;
+                }
                 for (unsigned depth = 0; p > 1 && depth < 256; depth++) {
                         if (p == own_pid) {
                                 procs[i].own = true;
@@ -276,6 +283,8 @@ int tasks_apply(KnobCtx *k, const CpuSet *hk, TaskScope scope, bool drift, pid_t
                                 continue;
                         if (task_read_stat(k->proc_fd, p->pid, (pid_t) tid, NULL, &flags, &starttime, &comm) < 0)
                                 continue;
+                        if (flags & PF_EXITING)
+                                continue;       /* exiting, or a zombie its parent never reaps: runs nowhere */
                         st.seen++;
                         if (p->own) {
                                 st.own++;

@@ -359,11 +359,9 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up jobs: %m");
 
-        if (!cpuset_is_empty(&cpus)) {
-                r = reservation_apply(m->reservation, &cpus);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to reserve CPUs: %m");
-        }
+        r = reservation_start(m->reservation, &cpus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to reserve CPUs: %m");
         manager_reservation_changed(m);
 
         r = start_listeners(m);

@@ -43,6 +43,8 @@ struct Reservation {
 
         json_t *last_restore;           /* what the last restore (start-up, release) did */
         char *journal_problem;
+        Journal *left_behind;           /* a dead run's journal, until reservation_start() decides on it */
+        json_t *start;                  /* how this run's reservation began: adopted, restored first, new */
 };
 
 static const RtdConfig *config_of(Reservation *r) {
@@ -99,24 +101,78 @@ int reservation_new(Manager *m, Reservation **ret) {
         r->sys_fd = m->sys_fd;
         r->runtime_fd = m->runtime_fd;
 
-        /* A journal left behind means the last run died: restore it before anything else. */
+        /* A journal left behind means the last run died (or re-executed): reservation_start() either adopts
+         * it, when it describes the very reservation this run is configured for, or restores it first. */
         q = journal_load(r->runtime_fd, &old, &r->journal_problem);
         if (q < 0)
                 return log_error_errno(q, "Could not read the restore journal: %m");
         if (r->journal_problem)
                 log_warning("%s", r->journal_problem);
-        if (q > 0) {
-                log_notice("Found a restore journal from a previous run: restoring it first");
-                (void) restore_journal(old, r->proc_fd, r->sys_fd, &r->last_restore);
-                r->journal = old;       /* keeps whatever could not be restored */
-                r->journal->dirty = true;
-        } else {
+        if (q > 0)
+                r->left_behind = old;
+        else {
                 r->journal = journal_new(r->runtime_fd);
                 if (!r->journal)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(r);
         return 0;
+}
+
+/* Whether a dead run's journal describes this reservation: same CPUs both ways, same backend. */
+static bool journal_describes(Journal *j, const CpuSet *reserved, const CpuSet *hk, BackendKind b) {
+        _cleanup_free_ char *a = NULL, *h = NULL;
+        const char *ja = json_string_value(json_object_get(j->meta, "reserved")),
+                   *jh = json_string_value(json_object_get(j->meta, "housekeeping")),
+                   *jb = json_string_value(json_object_get(j->meta, "backend"));
+
+        if (cpuset_format(reserved, &a) < 0 || cpuset_format(hk, &h) < 0)
+                return false;
+        return ja && jh && jb && streq(ja, a) && streq(jh, h) && streq(jb, backend_kind_to_string(b));
+}
+
+static bool adoptable(Reservation *r, Journal *old, const CpuSet *cpus) {
+        _cleanup_free_ char *reason = NULL;
+        CpuSet hk;
+        BackendKind b;
+
+        if (cpuset_is_empty(cpus) || backend_detect(r->proc_fd, r->sys_fd, config_of(r)->backend, &b, &reason) < 0)
+                return false;
+        cpuset_andnot(&hk, &r->manager->topology->online, cpus);
+        return journal_describes(old, cpus, &hk, b);
+}
+
+int reservation_start(Reservation *r, const CpuSet *cpus) {
+        json_t *prev_pid = NULL;
+        uint64_t writes0 = knob_writes();
+        const char *mode = "new";
+        int q;
+
+        if (r->left_behind) {
+                Journal *old = TAKE_PTR(r->left_behind);
+
+                prev_pid = json_incref(json_object_get(old->meta, "pid"));
+                if (adoptable(r, old, cpus)) {
+                        /* Nothing is put back: applying the same reservation over the old journal writes only
+                         * what drifted while no rtd watched (knob_set() skips a knob already at its value, a
+                         * confined task is not moved), and the originals stay the ones first recorded. */
+                        log_notice("Found the restore journal of a previous run for this same reservation: "
+                                   "adopting it");
+                        mode = "adopted";
+                } else {
+                        log_notice("Found a restore journal from a previous run: restoring it first");
+                        (void) restore_journal(old, r->proc_fd, r->sys_fd, &r->last_restore);
+                        mode = "restored first";
+                }
+                r->journal = old;       /* keeps whatever could not be restored */
+                r->journal->dirty = true;
+        }
+        q = cpuset_is_empty(cpus) ? 0 : reservation_apply(r, cpus);
+        json_decref(r->start);
+        r->start = json_pack("{s:s, s:o*, s:I, s:I}", "mode", mode, "previous_pid", prev_pid,
+                             "knob_writes", (json_int_t) (knob_writes() - writes0),
+                             "tasks_moved", (json_int_t) r->tasks.moved);
+        return q;
 }
 
 int reservation_validate(Reservation *r, const CpuSet *cpus, char **ret_error) {
@@ -487,8 +543,9 @@ json_t *reservation_to_json(Reservation *r) {
                         json_object_set_new(o, "journal_problem", json_string(r->journal_problem));
                 return o;
         }
-        o = json_pack("{s:s, s:s, s:s?, s:o, s:o, s:s, s:{s:I, s:I, s:I, s:I, s:I}}",
+        o = json_pack("{s:s, s:O?, s:s, s:s?, s:o, s:o, s:s, s:{s:I, s:I, s:I, s:I, s:I}}",
                       "state", "active",
+                      "start", r->start,
                       "backend", backend_kind_to_string(r->backend),
                       "backend_reason", r->backend_reason,
                       "reserved", cpus_json(&r->reserved),
@@ -622,6 +679,8 @@ Reservation *reservation_free(Reservation *r) {
                 return NULL;
         sd_event_source_disable_unref(r->drift_timer);
         journal_free(r->journal);
+        journal_free(r->left_behind);
+        json_decref(r->start);
         free(r->backend_reason);
         irq_state_done(&r->irq);
         tune_state_done(&r->tune);

@@ -13,8 +13,14 @@
 typedef struct Manager Manager;
 typedef struct Reservation Reservation;
 
-/* Creates the reservation state; if a restore journal from a dead run exists, restores it first. */
+/* Creates the reservation state, and loads the restore journal a dead run left behind, if any. */
 int reservation_new(Manager *m, Reservation **ret);
+/*
+ * The reservation rtd starts with (none when cpus is empty). A dead run's journal for the same CPUs and
+ * backend is adopted as it stands: only what drifted is written again. Any other is restored first.
+ * How it began is in reservation_to_json()'s "start".
+ */
+int reservation_start(Reservation *r, const CpuSet *cpus);
 /* Reserve exactly these CPUs (replacing any previous reservation). Validates first; changes nothing on error. */
 int reservation_apply(Reservation *r, const CpuSet *cpus);
 /* Give every CPU back and restore every knob; removes the journal. */

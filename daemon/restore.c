@@ -622,6 +622,12 @@ int journal_replay(Journal *j, int proc_fd, int sys_fd, ReplayReport *ret) {
         return rep.failed > 0 ? -EIO : 0;
 }
 
+static uint64_t knob_writes_total;
+
+uint64_t knob_writes(void) {
+        return knob_writes_total;
+}
+
 int knob_write(int dir_fd, const char *path, const char *value) {
         _cleanup_close_ int fd = -EBADF;
         size_t len = strlen(value);
@@ -633,7 +639,10 @@ int knob_write(int dir_fd, const char *path, const char *value) {
         n = write(fd, value, len);
         if (n < 0)
                 return -errno;
-        return (size_t) n == len ? 0 : -EIO;
+        if ((size_t) n != len)
+                return -EIO;
+        knob_writes_total++;
+        return 0;
 }
 
 int knob_root_fd(const KnobCtx *k, KnobRoot root) {

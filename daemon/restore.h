@@ -101,6 +101,9 @@ int journal_replay(Journal *j, int proc_fd, int sys_fd, ReplayReport *ret);
 typedef int (*KnobWriteFn)(int dir_fd, const char *path, const char *value);
 /* One write() replacing the value (O_TRUNC: kernel files ignore it, fixture files need it). */
 int knob_write(int dir_fd, const char *path, const char *value);
+/* Writes the kernel took through knob_write() since rtd started (a refused one changed nothing): how a start
+ * that adopted a reservation shows it changed nothing. */
+uint64_t knob_writes(void);
 typedef struct KnobCtx {
         int proc_fd;
         int sys_fd;

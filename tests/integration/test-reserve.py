@@ -159,7 +159,7 @@ class Namespace:
         return json.loads(p.stdout)
 
     def tasks(self):
-        """{(host tid, starttime): (comm, allowed CPUs)} of every task in the namespace."""
+        """{(host tid, starttime): (comm, allowed CPUs)} of every live task in the namespace."""
         out = {}
         for d in os.listdir("/proc"):
             if not d.isdigit():
@@ -169,6 +169,8 @@ class Namespace:
                     continue
                 for t in os.listdir(f"/proc/{d}/task"):
                     status = open(f"/proc/{d}/task/{t}/status").read()
+                    if "\nState:\tZ" in status:
+                        continue        # a zombie (the namespace's init never reaps) runs nowhere
                     allowed = [l.split(":", 1)[1].strip() for l in status.splitlines()
                                if l.startswith("Cpus_allowed_list:")][0]
                     comm = open(f"/proc/{d}/task/{t}/comm").read().strip()
@@ -232,7 +234,10 @@ class Scenario:
                  "import threading,time\n"
                  "ts=[threading.Thread(target=time.sleep,args=(1000,)) for _ in range(3)]\n"
                  "[t.start() for t in ts]\ntime.sleep(1000)")
-        time.sleep(0.3)
+        # Wait for the helpers to be up (python's threads take a while on a loaded machine).
+        end = time.time() + 20
+        while len(ns.tasks()) < 7 and time.time() < end:
+            time.sleep(0.1)
         self.knobs = AllKnobs()
         self.tasks = ns.tasks()
         assert len(self.tasks) >= 7, self.tasks
@@ -409,11 +414,50 @@ def kill9_then_restart_and_stop():
         s.ns.start_rtd()
         s.assert_reserved()
         s.ns.stop_rtd(signal.SIGKILL)
+        during = AllKnobs.read()
+        tasks = s.ns.tasks()
         s.ns.start_rtd()
         res = s.assert_reserved()
-        assert res["last_restore"]["restored"] > 0 and res["last_restore"]["failed"] == 0, res
+        # The same reservation is adopted, not restored and applied again: no knob written, no task moved,
+        # every knob and affinity exactly as the dead rtd left them.
+        start = res["start"]
+        now = s.ns.tasks()
+        moved = {k: (v, now[k]) for k, v in tasks.items() if k in now and now[k][1] != v[1]}
+        assert not moved, f"task affinities changed across the restart: {moved}"
+        assert AllKnobs.read() == during, "knobs changed across the restart"
+        assert start["mode"] == "adopted" and start["knob_writes"] == 0 and start["tasks_moved"] == 0, start
+        assert start["previous_pid"] > 0, start
+        assert "last_restore" not in res, res
         assert s.ns.stop_rtd() == 0
         s.assert_restored("kill -9 + restart + stop")
+
+
+@test
+def kill9_then_restart_adopts_and_fixes_only_drift():
+    """While no rtd runs, someone changes one sysctl and pins one task onto the reserved CPU: the next rtd
+    adopts the reservation and writes exactly those two back; a stop still restores the first originals."""
+    with Scenario() as s:
+        s.ns.write_config(RESERVED)
+        s.ns.start_rtd()
+        s.assert_reserved()
+        s.ns.stop_rtd(signal.SIGKILL)
+        with open("/proc/sys/vm/stat_interval", "w") as f:
+            f.write("5")
+        pinned = s.ns.spawn("taskset", "-c", RESERVED, "sleep", "1000")
+        time.sleep(0.2)
+        # The new task, pinned to CPU 1, is part of the machine as found: a stop gives it CPU 1 back.
+        new = {k: v for k, v in s.ns.tasks().items() if k[0] == pinned}
+        assert new and all(v[1] == RESERVED for v in new.values()), new
+        s.tasks.update(new)
+        s.ns.start_rtd()
+        res = s.assert_reserved()
+        start = res["start"]
+        assert start["mode"] == "adopted" and start["knob_writes"] == 1 and start["tasks_moved"] == 1, start
+        knobs = {k["name"]: k for k in res["knobs"]}
+        k = knobs["vm.stat_interval"]
+        assert k["original"] == s.knobs.state["vm/stat_interval"] and k["current"] == "2", k
+        assert s.ns.stop_rtd() == 0
+        s.assert_restored("kill -9 + drift + restart + stop")
 
 
 @test
