@@ -112,6 +112,11 @@ static void test_leftover_journal_restored(void **state) {
         m.sys_fd = f->sys_fd;
         m.runtime_fd = f->run_fd;
         assert_int_equal(reservation_new(&m, &r), 0);
+        /* Loaded, not yet decided on: a start without a reservation restores it. */
+        assert_string_equal(fx_read(f->proc_fd, "sys/kernel/sched_rt_runtime_us"), "-1");
+        CpuSet none;
+        cpuset_zero(&none);
+        assert_int_equal(reservation_start(r, &none), 0);
         assert_string_equal(fx_read(f->proc_fd, "sys/kernel/sched_rt_runtime_us"), "950000");
         assert_int_equal(fstatat(f->run_fd, JOURNAL_FILE, &sb, 0), -1);
         json_t *s = reservation_to_json(r);
