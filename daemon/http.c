@@ -491,7 +491,13 @@ static int rearm_timer(Http *h) {
 
         if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
                 return sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
-        when = now_usec(CLOCK_MONOTONIC) + ms * 1000ULL;
+        /*
+         * 0 means MHD has connections with data it has not processed yet (its epoll is edge-triggered, so
+         * no io event will come for them): run again on the next loop turn. A time in the past fires at
+         * once; now+0 would be rounded up by the timer's accuracy (sd-event's default is 250 ms), which
+         * read request bodies one buffer (~16 kB) per 250 ms.
+         */
+        when = ms == 0 ? 1 : now_usec(CLOCK_MONOTONIC) + ms * 1000ULL;
         (void) sd_event_source_set_time(h->timer, when);
         return sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
 }
@@ -541,7 +547,8 @@ int http_new(Manager *m, int fd, bool read_only, Http **ret) {
         r = sd_event_add_io(m->event, &h->io, info->epoll_fd, EPOLLIN, on_io, h);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_time(m->event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, h);
+        /* Accuracy 1 µs: MHD's deadlines are in ms and must not be coalesced into 250 ms steps. */
+        r = sd_event_add_time(m->event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, h);
         if (r < 0)
                 goto fail;
         (void) rearm_timer(h);
