@@ -103,20 +103,28 @@ static void close_refused(HttpGate *g, int fd) {
         (void) close(fd);
 }
 
+static void pending_unlink(GateConn *c) {
+        HttpGate *g = c->gate;
+
+        if (!c->pending)
+                return;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                g->pending_head = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        else
+                g->pending_tail = c->prev;
+        c->pending = false;
+        c->prev = c->next = NULL;
+}
+
 static void conn_free(GateConn *c) {
         HttpGate *g = c->gate;
         UidCount *u;
 
-        if (c->pending) {
-                if (c->prev)
-                        c->prev->next = c->next;
-                else
-                        g->pending_head = c->next;
-                if (c->next)
-                        c->next->prev = c->prev;
-                else
-                        g->pending_tail = c->prev;
-        }
+        pending_unlink(c);
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
         if (c->fd >= 0)
@@ -202,16 +210,7 @@ static void hand_over(GateConn *c) {
 
         c->io = sd_event_source_disable_unref(c->io);
         c->timer = sd_event_source_disable_unref(c->timer);
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                g->pending_head = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        else
-                g->pending_tail = c->prev;
-        c->pending = false;
-        c->prev = c->next = NULL;
+        pending_unlink(c);
         c->fd = -EBADF;
 
         /* MHD calls our notify callback (STARTED) from inside MHD_add_connection and takes c from there. */
@@ -467,7 +466,8 @@ GateConn *http_gate_handing(HttpGate *g) {
 }
 
 void http_gate_conn_closed(GateConn *c) {
-        if (c)
+        /* MHD also reports CLOSED when MHD_add_connection() fails after STARTED: hand_over() frees c then. */
+        if (c && c->gate->handing != c)
                 conn_free(c);
 }
 

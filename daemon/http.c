@@ -21,8 +21,9 @@
 
 #define MAX_SEGMENTS 16
 #define CONNECTION_TIMEOUT_SEC 60
-/* MHD's per-connection memory pool: the head is already bounded by the gate (MaxHeaderBytes=). */
-#define CONNECTION_MEMORY 65536
+/* MHD's per-connection memory pool (touched as used): room for a head the gate let through
+ * (MaxHeaderBytes=), MHD's copy of its fields, and read buffer for the body. */
+#define CONNECTION_MEMORY_MIN 65536
 
 struct Http {
         Manager *manager;
@@ -544,7 +545,8 @@ int http_new(Manager *m, int fd, bool read_only, Http **ret) {
                                      (unsigned) MAX(cfg->max_connections, cfg->metrics_max_connections) + 1,
                                      MHD_OPTION_CONNECTION_TIMEOUT,
                                      (unsigned) (read_only ? cfg->metrics_timeout_sec : CONNECTION_TIMEOUT_SEC),
-                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) CONNECTION_MEMORY,
+                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                     (size_t) MAX(CONNECTION_MEMORY_MIN, 2 * cfg->max_header_bytes + 16384),
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                                      MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                                      MHD_OPTION_END);

@@ -216,7 +216,10 @@ def check_row(rtd, target, user, name, pieces, status, creates, gap=0.0):
     assert not out["continue"], "100 Continue sent: " + where
     assert (after - before) == (1 if creates else 0), f"{after - before} jobs created by {where}"
     if status >= 400:
-        p = json.loads(out["body"])         # problem+json that parses, also for invalid UTF-8
+        try:
+            p = json.loads(out["body"])     # problem+json that parses, also for invalid UTF-8
+        except ValueError:
+            raise AssertionError("the answer is not JSON: " + where)
         assert p["status"] == status and p["detail"], where
     return out
 
@@ -338,7 +341,8 @@ def rtd_port(rtd):
 
 @test
 def test_metrics_port_names_no_pid_or_job():
-    """Every read-only route on TCP: nothing that names a pid or a job id, also while a job runs."""
+    """Every read-only route on TCP: no key or label that names a pid or a job id (the control socket
+    has them: current_job on each CPU, the top intruders' pids)."""
     with TestUser(STRANGER), SecRtd(metrics=True) as rtd:
         target = f"127.0.0.1:{rtd_port(rtd)}"
         out = send_as(STRANGER, target, req(b"GET", b"/v1/metrics", host=b"localhost"))
