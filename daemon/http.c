@@ -23,7 +23,7 @@
 #define CONNECTION_TIMEOUT_SEC 60
 /* MHD's per-connection memory pool (touched as used): room for a head the gate let through
  * (MaxHeaderBytes=), MHD's copy of its fields, and read buffer for the body. */
-#define CONNECTION_MEMORY_MIN 65536
+#define CONNECTION_MEMORY_MIN 32768
 
 struct Http {
         Manager *manager;
