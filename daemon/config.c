@@ -555,12 +555,6 @@ int config_validate(const RtdConfig *c, FILE *err) {
                 r = -EINVAL;
         if (check_below_worker(c, err, "Access", "MaxPriority", c->max_priority, c->origin_max_priority) < 0)
                 r = -EINVAL;
-        if (c->reserved_admin_connections >= c->max_connections) {
-                fprintf(err, "[Daemon] ReservedAdminConnections=%u must be below MaxConnections=%u, or no other user "
-                             "could connect; lower it or raise MaxConnections=\n",
-                        c->reserved_admin_connections, c->max_connections);
-                r = -EINVAL;
-        }
         if (c->max_uri_bytes > c->max_header_bytes) {
                 fprintf(err, "[Daemon] MaxURIBytes=%u must not exceed MaxHeaderBytes=%u (the URL is part of the "
                              "request head); lower it or raise MaxHeaderBytes=\n",

@@ -312,11 +312,12 @@ static bool admit(HttpGate *g, const Caller *caller, HeadVerdict *v) {
         }
         if (g->tcp || caller->role == ROLE_ADMIN)
                 return true;
-        if (g->n_conns + cfg->reserved_admin_connections >= max) {
+        /* At most half: a small MaxConnections= keeps room for everybody else too. */
+        unsigned reserved = MIN(cfg->reserved_admin_connections, max / 2);
+        if (g->n_conns + reserved >= max) {
                 *v = (HeadVerdict){ .status = 503, .title = "Service Unavailable" };
                 (void) snprintf(v->detail, sizeof v->detail, "the last %u of %u connections are kept for root and "
-                                "administrators (ReservedAdminConnections=); try again later",
-                                cfg->reserved_admin_connections, max);
+                                "administrators (ReservedAdminConnections=); try again later", reserved, max);
                 return false;
         }
         u = uid_find(g, caller->uid, false);

@@ -387,6 +387,27 @@ def test_event_flood_leaves_room():
 
 
 @test
+def test_reserved_admin_slots():
+    """Two users together take every slot they may: the rest of MaxConnections= is root's."""
+    conf = "[Daemon]\nMaxConnections=40\nReservedAdminConnections=16\nMaxConnectionsPerUser=20\nMaxStreamsPerUser=40\n"
+    events = b"GET /v1/events HTTP/1.1\r\nHost: rtd\r\n\r\n"
+    with TestUser(USER, [GROUP]), TestUser(OTHER, [GROUP]), SecRtd(conf=conf) as rtd:
+        p1, r1 = holder(USER, rtd.socket, 20, events)
+        p2, r2 = holder(OTHER, rtd.socket, 20, events)
+        try:
+            assert r1.get("HTTP/1.1 200 OK") == 20, r1
+            assert r2.get("HTTP/1.1 200 OK") == 4 and r2.get("HTTP/1.1 503 Service Unavailable") == 16, r2
+            out = send_as(OTHER, rtd.socket, req(b"GET", b"/v1/status"))
+            assert out["status"] == 503 and "ReservedAdminConnections" in out["body"], out
+            start = time.time()
+            r = subprocess.run([RTCTL, "--socket", rtd.socket, "status"], capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0 and time.time() - start < 5, r.stderr
+        finally:
+            release(p1)
+            release(p2)
+
+
+@test
 def test_metrics_flood_leaves_room():
     """260 silent connections to the metrics port from one user: a scrape still answers promptly."""
     with TestUser(STRANGER), SecRtd(metrics=True) as rtd:
