@@ -536,13 +536,13 @@ int http_new(Manager *m, int fd, bool read_only, Http **ret) {
         h->manager = m;
         h->read_only = read_only;
 
-        /* No listening socket: the gate accepts and hands over connections whose head it accepted. The
-         * limit only backs up the gate's own (which counts the connections still sending their head). */
+        /* No listening socket: the gate accepts and hands over connections whose head it accepted, and
+         * enforces the connection caps (from the live config, so a reload changes them); MHD's limit is
+         * only the largest MaxConnections= there can be. */
         h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                                      MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
                                      on_request, h,
-                                     MHD_OPTION_CONNECTION_LIMIT,
-                                     (unsigned) MAX(cfg->max_connections, cfg->metrics_max_connections) + 1,
+                                     MHD_OPTION_CONNECTION_LIMIT, 65536u,
                                      MHD_OPTION_CONNECTION_TIMEOUT,
                                      (unsigned) (read_only ? cfg->metrics_timeout_sec : CONNECTION_TIMEOUT_SEC),
                                      MHD_OPTION_CONNECTION_MEMORY_LIMIT,

@@ -98,11 +98,15 @@ def hold(target, n, request):
     for _ in range(n):
         try:
             s = connect(target)
-            if request:
-                s.sendall(request)
-            socks.append(s)
         except OSError as e:
             statuses[repr(e)] = statuses.get(repr(e), 0) + 1
+            continue
+        try:
+            if request:
+                s.sendall(request)
+        except OSError:
+            pass        # refused at accept: the answer may be waiting all the same
+        socks.append(s)
     time.sleep(2)
     for s in socks:
         s.setblocking(False)
