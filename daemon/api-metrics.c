@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "api.h"
+#include "shared/macro.h"
 #include "manager.h"
 #include "metrics.h"
 #include "prometheus.h"
@@ -19,11 +20,31 @@ static int get_prometheus(Request *req, Response *resp) {
         return reply_text(resp, 200, PROMETHEUS_CONTENT_TYPE, text, size);
 }
 
+/* Keys that name a process or a job: not for the TCP listener, where any local user (or, through DNS
+ * rebinding, a web page) may read (the README's rule for /metrics, held for every read-only route). */
+static void redact(json_t *j) {
+        static const char *const keys[] = { "pid", "current_job", "job", "job_id" };
+        const char *key;
+        json_t *v;
+        size_t i;
+
+        if (json_is_object(j)) {
+                for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                        (void) json_object_del(j, keys[k]);
+                json_object_foreach(j, key, v)
+                        redact(v);
+        } else if (json_is_array(j))
+                json_array_foreach(j, i, v)
+                        redact(v);
+}
+
 static int get_json(Request *req, Response *resp) {
         json_t *j = metrics_render_json(req->manager->metrics);
 
         if (!j)
                 return -ENOMEM;
+        if (req->caller.role == ROLE_READONLY)
+                redact(j);
         return reply_json(resp, 200, j);
 }
 

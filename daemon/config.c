@@ -52,6 +52,14 @@ RtdConfig *config_new(void) {
                 .log_level = LOG_INFO,
                 .max_body_bytes = DEFAULT_MAX_BODY_BYTES,
                 .max_connections = DEFAULT_MAX_CONNECTIONS,
+                .max_connections_per_user = 32,
+                .reserved_admin_connections = 16,
+                .max_streams_per_user = 16,
+                .max_header_bytes = 16384,
+                .max_uri_bytes = 8192,
+                .header_timeout_sec = 10,
+                .metrics_max_connections = 32,
+                .metrics_timeout_sec = 10,
                 .reserve_mode = RESERVE_AUTO,
                 .smt = SMT_EXCLUSIVE,
                 .backend = BACKEND_AUTO,
@@ -290,6 +298,9 @@ static const UintRange range_count = { 1, 10000000, "a number from 1 to 10000000
 static const UintRange range_count0 = { 0, 10000000, "a number from 0 (no limit) to 10000000" };
 static const UintRange range_body = { 1024, 64u * 1024 * 1024, "a size in bytes from 1024 to 67108864" };
 static const UintRange range_conn = { 1, 65536, "a number from 1 to 65536" };
+static const UintRange range_conn0 = { 0, 65535, "a number from 0 to 65535" };
+static const UintRange range_head = { 1024, 1024 * 1024, "a size in bytes from 1024 to 1048576" };
+static const UintRange range_http_timeout = { 1, 3600, "a number of seconds from 1 to 3600" };
 static const UintRange range_start_timeout = { 1, 3600, "a number of seconds from 1 to 3600" };
 static const UintRange range_timeout = { 0, 365u * 86400, "a number of seconds, 0 for no cap" };
 static const TuneRange range_rt_runtime = { -1, 1000000, "keep, -1 (no throttling) or microseconds 0..1000000" };
@@ -313,6 +324,14 @@ static const ConfItem items[] = {
         { "Daemon", "LogLevel", parse_log_level, F(log_level) },
         { "Daemon", "MaxRequestBodyBytes", parse_uint, F(max_body_bytes), &range_body },
         { "Daemon", "MaxConnections", parse_uint, F(max_connections), &range_conn },
+        { "Daemon", "MaxConnectionsPerUser", parse_uint, F(max_connections_per_user), &range_conn },
+        { "Daemon", "ReservedAdminConnections", parse_uint, F(reserved_admin_connections), &range_conn0 },
+        { "Daemon", "MaxStreamsPerUser", parse_uint, F(max_streams_per_user), &range_conn },
+        { "Daemon", "MaxHeaderBytes", parse_uint, F(max_header_bytes), &range_head },
+        { "Daemon", "MaxURIBytes", parse_uint, F(max_uri_bytes), &range_head },
+        { "Daemon", "HeaderTimeoutSec", parse_uint, F(header_timeout_sec), &range_http_timeout },
+        { "Daemon", "MetricsMaxConnections", parse_uint, F(metrics_max_connections), &range_conn },
+        { "Daemon", "MetricsTimeoutSec", parse_uint, F(metrics_timeout_sec), &range_http_timeout },
         { "Reserve", "CPUs", parse_reserve_cpus, F(reserve_mode) },
         { "Reserve", "SMT", parse_enum, F(smt), &smt_enum },
         { "Reserve", "Backend", parse_enum, F(backend), &backend_enum },
@@ -536,6 +555,12 @@ int config_validate(const RtdConfig *c, FILE *err) {
                 r = -EINVAL;
         if (check_below_worker(c, err, "Access", "MaxPriority", c->max_priority, c->origin_max_priority) < 0)
                 r = -EINVAL;
+        if (c->max_uri_bytes > c->max_header_bytes) {
+                fprintf(err, "[Daemon] MaxURIBytes=%u must not exceed MaxHeaderBytes=%u (the URL is part of the "
+                             "request head); lower it or raise MaxHeaderBytes=\n",
+                        c->max_uri_bytes, c->max_header_bytes);
+                r = -EINVAL;
+        }
 
         if (c->default_priority > c->max_priority && c->max_priority < 99)
                 fprintf(err, "warning: [Jobs] DefaultPriority=%u is above [Access] MaxPriority=%u; "
@@ -564,10 +589,16 @@ int config_dump(const RtdConfig *c, FILE *out) {
                 return -ENOMEM;
         fprintf(out,
                 "[Daemon]\nSocket=%s\nSocketMode=%04o\nSocketGroup=%s\nMetricsListen=%s\nStateDirectory=%s\n"
-                "RuntimeDirectory=%s\nLogLevel=%s\nMaxRequestBodyBytes=%u\nMaxConnections=%u\n\n",
+                "RuntimeDirectory=%s\nLogLevel=%s\nMaxRequestBodyBytes=%u\nMaxConnections=%u\n",
                 c->socket_path, c->socket_mode, c->socket_group ?: "none", c->metrics_listen ?: "no",
                 c->state_directory, c->runtime_directory, log_level_to_string(c->log_level), c->max_body_bytes,
                 c->max_connections);
+        fprintf(out,
+                "MaxConnectionsPerUser=%u\nReservedAdminConnections=%u\nMaxStreamsPerUser=%u\nMaxHeaderBytes=%u\n"
+                "MaxURIBytes=%u\nHeaderTimeoutSec=%u\nMetricsMaxConnections=%u\nMetricsTimeoutSec=%u\n\n",
+                c->max_connections_per_user, c->reserved_admin_connections, c->max_streams_per_user,
+                c->max_header_bytes, c->max_uri_bytes, c->header_timeout_sec, c->metrics_max_connections,
+                c->metrics_timeout_sec);
         fprintf(out, "[Reserve]\nCPUs=%s\nSMT=%s\nBackend=%s\nIRQs=%s\nCheckIntervalSec=%u\n\n",
                 c->reserve_mode == RESERVE_AUTO ? "auto" : c->reserve_mode == RESERVE_NONE ? "none" : cpus,
                 smt_mode_to_string(c->smt), backend_kind_to_string(c->backend), irq_mode_to_string(c->irqs),

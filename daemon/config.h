@@ -42,7 +42,15 @@ typedef struct RtdConfig {
         char *runtime_directory;
         int log_level;
         unsigned max_body_bytes;        /* largest request body accepted (413 beyond) */
-        unsigned max_connections;       /* concurrent HTTP connections per listener */
+        unsigned max_connections;       /* concurrent HTTP connections on the control socket */
+        unsigned max_connections_per_user; /* per uid on the control socket; root and admins exempt */
+        unsigned reserved_admin_connections; /* of max_connections, only root and admins may take these */
+        unsigned max_streams_per_user;  /* open event/output streams per uid; root and admins exempt */
+        unsigned max_header_bytes;      /* request line + headers (431 beyond) */
+        unsigned max_uri_bytes;         /* request target (414 beyond) */
+        unsigned header_timeout_sec;    /* a connection must send its whole request head within this */
+        unsigned metrics_max_connections; /* the TCP metrics listener's own cap */
+        unsigned metrics_timeout_sec;   /* idle timeout on the TCP metrics listener */
 
         /* [Reserve] */
         ReserveMode reserve_mode;

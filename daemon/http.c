@@ -4,9 +4,7 @@
  * every handler runs on the loop thread and needs no locks. Callers are identified with SO_PEERCRED.
  */
 #include <errno.h>
-#include <grp.h>
 #include <microhttpd.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,18 +13,24 @@
 #include <systemd/sd-event.h>
 
 #include "api.h"
+#include "http-framing.h"
+#include "http-gate.h"
 #include "http.h"
 #include "manager.h"
 #include "shared/log.h"
 
 #define MAX_SEGMENTS 16
 #define CONNECTION_TIMEOUT_SEC 60
+/* MHD's per-connection memory pool (touched as used): room for a head the gate let through
+ * (MaxHeaderBytes=), MHD's copy of its fields, and read buffer for the body. */
+#define CONNECTION_MEMORY_MIN 32768
 
 struct Http {
         Manager *manager;
         struct MHD_Daemon *daemon;
         sd_event_source *io;
         sd_event_source *timer;
+        HttpGate *gate;
         bool read_only;
         HttpStream *streams;            /* open streams, so shutdown can end them */
 };
@@ -38,6 +42,8 @@ struct HttpStream {
         size_t size, alloc;
         bool ended;
         bool suspended;
+        bool counted;                   /* holds one of its uid's MaxStreamsPerUser= */
+        uid_t uid;
         HttpStreamClose on_close;
         void *userdata;
         HttpStream *prev, *next;
@@ -47,7 +53,6 @@ struct HttpStream {
 typedef struct RequestState {
         char *body;
         size_t size;
-        bool too_large;
 } RequestState;
 
 static const char *const role_names[_ROLE_MAX] = { "none", "readonly", "user", "admin" };
@@ -60,17 +65,22 @@ const char *request_query(Request *req, const char *key) {
         return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
 }
 
-static const char *status_title(int status) {
+const char *http_status_title(int status) {
         switch (status) {
         case 400: return "Bad Request";
         case 403: return "Forbidden";
         case 404: return "Not Found";
         case 405: return "Method Not Allowed";
+        case 408: return "Request Timeout";
         case 409: return "Conflict";
         case 413: return "Content Too Large";
+        case 414: return "URI Too Long";
         case 415: return "Unsupported Media Type";
+        case 417: return "Expectation Failed";
+        case 421: return "Misdirected Request";
         case 422: return "Unprocessable Content";
         case 429: return "Too Many Requests";
+        case 431: return "Request Header Fields Too Large";
         case 500: return "Internal Server Error";
         case 503: return "Service Unavailable";
         default: return "Error";
@@ -105,92 +115,38 @@ int reply_text(Response *resp, int status, const char *content_type, char *body,
         return 0;
 }
 
-int reply_problem(Response *resp, int status, const char *title, const char *detail_fmt, ...) {
-        _cleanup_free_ char *detail = NULL, *type = NULL;
-        va_list ap;
+char *http_problem_json(int status, const char *title, const char *detail) {
+        _cleanup_free_ char *type = NULL, *safe_title = NULL, *safe_detail = NULL;
         json_t *j;
+        char *s;
+
+        /* A detail may quote the client's bytes: escape what is not valid UTF-8, or json_pack fails. */
+        safe_title = http_utf8_escape(title ?: http_status_title(status));
+        safe_detail = http_utf8_escape(detail ?: "");
+        if (!safe_title || !safe_detail || asprintf(&type, "https://rtd.invalid/problems/%d", status) < 0)
+                return NULL;
+        j = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", safe_title, "status", status, "detail",
+                      safe_detail);
+        if (!j)
+                return NULL;
+        s = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        return s;
+}
+
+int reply_problem(Response *resp, int status, const char *title, const char *detail_fmt, ...) {
+        _cleanup_free_ char *detail = NULL;
+        va_list ap;
         char *s;
 
         va_start(ap, detail_fmt);
         if (vasprintf(&detail, detail_fmt, ap) < 0)
                 detail = NULL;
         va_end(ap);
-        if (asprintf(&type, "https://rtd.invalid/problems/%d", status) < 0)
-                return -ENOMEM;
-        j = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", title ?: status_title(status), "status",
-                      status, "detail", detail ?: "");
-        if (!j)
-                return -ENOMEM;
-        s = json_dumps(j, JSON_COMPACT);
-        json_decref(j);
+        s = http_problem_json(status, title, detail);
         if (!s)
                 return -ENOMEM;
         return reply_text(resp, status, "application/problem+json", s, strlen(s));
-}
-
-/* Who is on the other end of a unix socket, and what may they do. */
-static bool uid_in_group(uid_t uid, gid_t gid, const gid_t *groups, int n_groups, const char *group) {
-        struct group *g;
-
-        if (!group)
-                return false;
-        g = getgrnam(group);
-        if (!g)
-                return false;
-        if (gid == g->gr_gid)
-                return true;
-        for (int i = 0; i < n_groups; i++)
-                if (groups[i] == g->gr_gid)
-                        return true;
-        (void) uid;
-        return false;
-}
-
-static int identify_caller(Http *h, struct MHD_Connection *c, Caller *ret) {
-        const union MHD_ConnectionInfo *info;
-        const RtdConfig *cfg = h->manager->config;
-        struct ucred cred;
-        socklen_t len = sizeof cred;
-        gid_t groups[256];
-        socklen_t glen = sizeof groups;
-        int n_groups;
-        struct passwd *pw;
-
-        *ret = (Caller){ .role = ROLE_NONE, .uid = (uid_t) -1, .gid = (gid_t) -1 };
-        if (h->read_only) {
-                ret->role = ROLE_READONLY;
-                ret->user = strdup("-");
-                return ret->user ? 0 : -ENOMEM;
-        }
-
-        info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (!info)
-                return -EIO;
-        if (getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-                return -errno;
-        ret->uid = cred.uid;
-        ret->gid = cred.gid;
-        ret->pid = cred.pid;
-
-        /* The process's actual supplementary groups (not /etc/group's view of the user). */
-        if (getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0)
-                n_groups = 0;
-        else
-                n_groups = (int) (glen / sizeof(gid_t));
-
-        pw = getpwuid(cred.uid);
-        if (pw)
-                ret->user = strdup(pw->pw_name);
-        else if (asprintf(&ret->user, "%u", (unsigned) cred.uid) < 0)
-                ret->user = NULL;
-        if (!ret->user)
-                return -ENOMEM;
-
-        if (cred.uid == 0 || uid_in_group(cred.uid, cred.gid, groups, n_groups, cfg->admin_group))
-                ret->role = ROLE_ADMIN;
-        else if (uid_in_group(cred.uid, cred.gid, groups, n_groups, cfg->submit_group))
-                ret->role = ROLE_USER;
-        return 0;
 }
 
 static void response_done(Response *r) {
@@ -214,6 +170,8 @@ static enum MHD_Result queue_response(struct MHD_Connection *c, Response *r) {
         if (r->allow)
                 (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, r->allow);
         (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        /* One request per connection: the gate judged this request's head, not whatever follows it. */
+        (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
         ret = MHD_queue_response(c, (unsigned) r->status, mr);
         MHD_destroy_response(mr);
         return ret;
@@ -247,11 +205,11 @@ static int dispatch(Http *h, struct MHD_Connection *c, const char *method, const
         if (!path)
                 return -ENOMEM;
 
-        r = identify_caller(h, c, &req.caller);
-        if (r < 0) {
-                free(req.caller.user);
-                return r;
-        }
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        if (!info || !info->socket_context)
+                return -EIO;
+        /* Identified at accept; the user name stays owned by the connection. */
+        req.caller = *gate_conn_caller(info->socket_context);
         if (req.caller.role == ROLE_NONE) {
                 r = reply_problem(resp, 403, "Not allowed",
                                   "uid %u is neither root nor a member of group '%s'; ask an administrator to add "
@@ -260,12 +218,6 @@ static int dispatch(Http *h, struct MHD_Connection *c, const char *method, const
                                   h->manager->config->submit_group ?: "GROUP");
                 goto out;
         }
-        if (st->too_large) {
-                r = reply_problem(resp, 413, NULL, "request body exceeds %u bytes (MaxRequestBodyBytes=)",
-                                  h->manager->config->max_body_bytes);
-                goto out;
-        }
-
         n = split_path(path, segments);
         if (n == SIZE_MAX) {
                 r = reply_problem(resp, 404, NULL, "no such resource: %s", url);
@@ -299,11 +251,47 @@ static int dispatch(Http *h, struct MHD_Connection *c, const char *method, const
                 r = reply_problem(resp, 500, NULL, "internal error: %s", strerror(-r));
         }
 out:
-        free(req.caller.user);
         return r;
 }
 
-/* MHD's access handler: called for headers, each body chunk, and once more when the body is complete. */
+/* A chunked body grew past MaxRequestBodyBytes=: MHD cannot queue a response mid-body, so answer on the
+ * socket directly (nothing else was written on it yet) and let MHD close the connection. */
+static enum MHD_Result body_too_large(Http *h, struct MHD_Connection *c) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        char detail[128];
+
+        (void) snprintf(detail, sizeof detail, "the body may have at most %u bytes (MaxRequestBodyBytes=)",
+                        h->manager->config->max_body_bytes);
+        if (info)
+                http_write_problem(info->connect_fd, 413, NULL, detail);
+        return MHD_NO;
+}
+
+/* The stream's uid may hold one more stream, or resp becomes a 429. */
+static int stream_admit(Http *h, struct MHD_Connection *c, Response *resp, struct MHD_Response *mr) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        HttpStream *s = resp->stream;
+        const char *why = NULL;
+        int r;
+
+        r = info && info->socket_context ? gate_stream_acquire(info->socket_context, &why) : -EIO;
+        if (r >= 0) {
+                s->counted = r > 0;
+                s->uid = gate_conn_caller(info->socket_context)->uid;
+                return 0;
+        }
+        /* Destroying the response frees the stream and tells its owner (on_close). */
+        resp->stream = NULL;
+        MHD_destroy_response(mr);
+        if (r != -EBUSY)
+                return r;
+        return reply_problem(resp, 429, NULL, "uid %u already has %u open streams (%s=); close one first",
+                             (unsigned) gate_conn_caller(info->socket_context)->uid,
+                             h->manager->config->max_streams_per_user, why);
+}
+
+/* MHD's access handler: called for headers, each body chunk, and once more when the body is complete. The
+ * gate has judged the head's framing and sizes before MHD saw it. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -314,51 +302,49 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         int r;
 
         if (!st) {
-                const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 st = calloc(1, sizeof *st);
                 if (!st)
                         return MHD_NO;
-                if (cl && strtoull(cl, NULL, 10) > h->manager->config->max_body_bytes)
-                        st->too_large = true;
                 *con_cls = st;
                 return MHD_YES;
         }
 
         if (*upload_data_size > 0) {
-                if (!st->too_large && st->size + *upload_data_size > h->manager->config->max_body_bytes)
-                        st->too_large = true;
-                if (!st->too_large) {
-                        char *nb = realloc(st->body, st->size + *upload_data_size + 1);
-                        if (!nb)
-                                return MHD_NO;
-                        memcpy(nb + st->size, upload_data, *upload_data_size);
-                        st->size += *upload_data_size;
-                        nb[st->size] = 0;
-                        st->body = nb;
-                }
+                if (st->size + *upload_data_size > h->manager->config->max_body_bytes)
+                        return body_too_large(h, c);
+                char *nb = realloc(st->body, st->size + *upload_data_size + 1);
+                if (!nb)
+                        return MHD_NO;
+                memcpy(nb + st->size, upload_data, *upload_data_size);
+                st->size += *upload_data_size;
+                nb[st->size] = 0;
+                st->body = nb;
                 *upload_data_size = 0;
                 return MHD_YES;
         }
 
         r = dispatch(h, c, method, url, st, &resp);
+        if (r >= 0 && resp.stream) {
+                struct MHD_Response *mr = (struct MHD_Response *) (void *) resp.body;  /* see http_stream_start */
+                resp.body = NULL;
+                r = stream_admit(h, c, &resp, mr);
+                if (r >= 0 && resp.stream) {
+                        HttpStream *s = resp.stream;
+                        s->connection = c;
+                        s->http = h;
+                        s->next = h->streams;
+                        if (h->streams)
+                                h->streams->prev = s;
+                        h->streams = s;
+                        ret = MHD_queue_response(c, (unsigned) resp.status, mr);
+                        MHD_destroy_response(mr);
+                        response_done(&resp);
+                        return ret;
+                }
+        }
         if (r < 0) {
                 response_done(&resp);
                 return MHD_NO;
-        }
-        if (resp.stream) {
-                HttpStream *s = resp.stream;
-                struct MHD_Response *mr = (struct MHD_Response *) (void *) resp.body;  /* see http_stream_start */
-                resp.body = NULL;
-                s->connection = c;
-                s->http = h;
-                s->next = h->streams;
-                if (h->streams)
-                        h->streams->prev = s;
-                h->streams = s;
-                ret = MHD_queue_response(c, (unsigned) resp.status, mr);
-                MHD_destroy_response(mr);
-                response_done(&resp);
-                return ret;
         }
         ret = queue_response(c, &resp);
         response_done(&resp);
@@ -412,6 +398,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_free(void *cls) {
         HttpStream *s = cls;
 
+        if (s->counted && s->http)
+                gate_stream_release(s->http->gate, s->uid);
         stream_unlink(s);
         if (s->on_close)
                 s->on_close(s, s->userdata);
@@ -446,6 +434,7 @@ int http_stream_start(Response *resp, const char *content_type, HttpStreamClose 
         }
         (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        (void) MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
         s->on_close = on_close;
         s->userdata = userdata;
         free(resp->body);
@@ -491,7 +480,13 @@ static int rearm_timer(Http *h) {
 
         if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
                 return sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
-        when = now_usec(CLOCK_MONOTONIC) + ms * 1000ULL;
+        /*
+         * 0 means MHD has connections with data it has not processed yet (its epoll is edge-triggered, so
+         * no io event will come for them): run again on the next loop turn. A time in the past fires at
+         * once; now+0 would be rounded up by the timer's accuracy (sd-event's default is 250 ms), which
+         * read request bodies one buffer (~16 kB) per 250 ms.
+         */
+        when = ms == 0 ? 1 : now_usec(CLOCK_MONOTONIC) + ms * 1000ULL;
         (void) sd_event_source_set_time(h->timer, when);
         return sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
 }
@@ -511,8 +506,27 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+        Http *h = cls;
+
+        if (code == MHD_CONNECTION_NOTIFY_STARTED)
+                *socket_context = http_gate_handing(h->gate);
+        else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+                http_gate_conn_closed(*socket_context);
+                *socket_context = NULL;
+        }
+}
+
+static void kick(void *userdata) {
+        Http *h = userdata;
+
+        (void) rearm_timer(h);
+}
+
 int http_new(Manager *m, int fd, bool read_only, Http **ret) {
         const union MHD_DaemonInfo *info;
+        const RtdConfig *cfg = m->config;
         Http *h;
         int r;
 
@@ -522,12 +536,19 @@ int http_new(Manager *m, int fd, bool read_only, Http **ret) {
         h->manager = m;
         h->read_only = read_only;
 
-        h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        /* No listening socket: the gate accepts and hands over connections whose head it accepted, and
+         * enforces the connection caps (from the live config, so a reload changes them); MHD's limit is
+         * only the largest MaxConnections= there can be. */
+        h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                                     MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
                                      on_request, h,
-                                     MHD_OPTION_LISTEN_SOCKET, fd,
-                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned) m->config->max_connections,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONNECTION_TIMEOUT_SEC,
+                                     MHD_OPTION_CONNECTION_LIMIT, 65536u,
+                                     MHD_OPTION_CONNECTION_TIMEOUT,
+                                     (unsigned) (read_only ? cfg->metrics_timeout_sec : CONNECTION_TIMEOUT_SEC),
+                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                     (size_t) MAX(CONNECTION_MEMORY_MIN, 2 * cfg->max_header_bytes + 16384),
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                                     MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                                      MHD_OPTION_END);
         if (!h->daemon) {
                 free(h);
@@ -541,7 +562,11 @@ int http_new(Manager *m, int fd, bool read_only, Http **ret) {
         r = sd_event_add_io(m->event, &h->io, info->epoll_fd, EPOLLIN, on_io, h);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_time(m->event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, h);
+        /* Accuracy 1 µs: MHD's deadlines are in ms and must not be coalesced into 250 ms steps. */
+        r = sd_event_add_time(m->event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, h);
+        if (r < 0)
+                goto fail;
+        r = http_gate_new(m, fd, read_only, h->daemon, kick, h, &h->gate);
         if (r < 0)
                 goto fail;
         (void) rearm_timer(h);
@@ -567,7 +592,8 @@ Http *http_free(Http *h) {
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->timer);
         if (h->daemon)
-                MHD_stop_daemon(h->daemon);
+                MHD_stop_daemon(h->daemon);     /* tells the gate about each connection it closes */
+        http_gate_free(h->gate);
         free(h);
         return NULL;
 }

@@ -87,6 +87,10 @@ int http_stream_start(Response *resp, const char *content_type, HttpStreamClose 
 int http_stream_write(HttpStream *s, const void *data, size_t size);
 void http_stream_end(HttpStream *s);
 
+/* The problem+json body for a status (invalid UTF-8 and control bytes in detail escaped), and a status's reason phrase. */
+char *http_problem_json(int status, const char *title, const char *detail);
+const char *http_status_title(int status);
+
 /* Listeners. fd is a listening socket (AF_UNIX control or TCP read-only). */
 int http_new(Manager *m, int fd, bool read_only, Http **ret);
 Http *http_free(Http *h);
