@@ -194,8 +194,12 @@ static int check_target(const char *t, size_t n, HeadVerdict *v) {
         return 1;
 }
 
-/* Host must name this machine's loopback: localhost, 127.0.0.0/8 or ::1, with an optional port. */
-static bool host_is_loopback(const char *h, size_t n) {
+/*
+ * Host must name this machine's loopback (localhost, 127.0.0.0/8 or ::1) or the listener's own address as a
+ * literal, with an optional port. A name other than localhost is never taken: that is what a DNS rebinding
+ * page sends, while an address literal in Host makes the browser's origin that address itself.
+ */
+static bool host_is_own(const char *h, size_t n, const char *own_addr) {
         char name[64];
         const char *port = NULL;
         struct in6_addr a6;
@@ -216,6 +220,8 @@ static bool host_is_loopback(const char *h, size_t n) {
                         for (const char *p = port; p < h + n; p++)
                                 if (*p < '0' || *p > '9')
                                         return false;
+                if (own_addr && streq(name, own_addr))
+                        return true;
                 return inet_pton(AF_INET6, name, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
         }
         const char *colon = memchr(h, ':', n);
@@ -232,6 +238,8 @@ static bool host_is_loopback(const char *h, size_t n) {
         memcpy(name, h, hl);
         name[hl] = 0;
         if (strcasecmp(name, "localhost") == 0 || strcasecmp(name, "localhost.") == 0)
+                return true;
+        if (own_addr && streq(name, own_addr))
                 return true;
         return inet_pton(AF_INET, name, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }
@@ -397,9 +405,9 @@ int http_head_check(const char *buf, size_t n, const HeadLimits *lim, HeadVerdic
                 return refuse(v, 400, "Ambiguous framing", "Transfer-Encoding is not defined for HTTP/1.0");
         if (f.n_host == 0 && !http10)
                 return refuse(v, 400, "Malformed request", "HTTP/1.1 requests need a Host header");
-        if (lim->loopback_host && (f.n_host == 0 || !host_is_loopback(f.host, f.host_len)))
+        if (lim->loopback_host && (f.n_host == 0 || !host_is_own(f.host, f.host_len, lim->own_addr)))
                 return refuse(v, 421, "Misdirected Request", "this listener answers only to a loopback Host "
-                              "(localhost, 127.0.0.1 or [::1]), not %s", f.host ? quote(f.host, f.host_len, q) : "none");
+                              "(localhost, 127.0.0.1 or [::1]) or its own address, not %s", f.host ? quote(f.host, f.host_len, q) : "none");
         if (f.n_expect > 1 || (f.n_expect == 1 && !value_eq(f.expect, f.expect_len, "100-continue")))
                 return refuse(v, 417, "Expectation Failed", "the only expectation understood is 'Expect: 100-continue'");
         if (f.content_length > lim->max_body || (f.chunked && lim->max_body == 0))

@@ -14,6 +14,7 @@ typedef struct HeadLimits {
         size_t max_head;        /* request line and headers: 431 beyond */
         uint64_t max_body;      /* declared Content-Length: 413 beyond; 0 means no body at all */
         bool loopback_host;     /* Host must name a loopback address (TCP listener, DNS rebinding): 421 */
+        const char *own_addr;   /* ... or this listener's own address literal (a fleet's scrape), if set */
 } HeadLimits;
 
 typedef struct HeadVerdict {

@@ -6,6 +6,7 @@
  * head with MSG_PEEK (the bytes stay in the socket for MHD), judges it, and hands over the socket.
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <microhttpd.h>
@@ -237,14 +238,31 @@ static HeadLimits head_limits(const HttpGate *g) {
         };
 }
 
+/* The address a TCP connection came in on, as a literal ("10.1.0.17", "fd00::1"), or NULL. */
+static const char *local_address(int fd, char *buf, size_t size) {
+        struct sockaddr_storage a;
+        socklen_t len = sizeof a;
+
+        if (getsockname(fd, (struct sockaddr *) &a, &len) < 0)
+                return NULL;
+        if (a.ss_family == AF_INET)
+                return inet_ntop(AF_INET, &((struct sockaddr_in *) &a)->sin_addr, buf, size);
+        if (a.ss_family == AF_INET6)
+                return inet_ntop(AF_INET6, &((struct sockaddr_in6 *) &a)->sin6_addr, buf, size);
+        return NULL;
+}
+
 static int on_head_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         GateConn *c = userdata;
         HeadLimits lim = head_limits(c->gate);
+        char own[INET6_ADDRSTRLEN];
         _cleanup_free_ char *buf = NULL;
         HeadVerdict v;
         int avail = 0, r;
         ssize_t n;
 
+        if (lim.loopback_host)
+                lim.own_addr = local_address(fd, own, sizeof own);
         if (ioctl(fd, FIONREAD, &avail) < 0 || avail <= 0) {
                 /* Nothing to read: the client went away (or only shut its side) before sending a head. */
                 if (revents & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))

@@ -13,6 +13,9 @@
 
 static const HeadLimits lim = { .max_uri = 1024, .max_head = 4096, .max_body = 1000 };
 static const HeadLimits tcp = { .max_uri = 1024, .max_head = 4096, .max_body = 0, .loopback_host = true };
+/* A fleet's node listening on its management address: that literal is its own, a name never is. */
+static const HeadLimits fleet = { .max_uri = 1024, .max_head = 4096, .loopback_host = true, .own_addr = "10.1.0.17" };
+static const HeadLimits fleet6 = { .max_uri = 1024, .max_head = 4096, .loopback_host = true, .own_addr = "fd00::17" };
 
 typedef struct Row {
         const char *head;
@@ -77,6 +80,13 @@ static const Row rows[] = {
         { "GET /metrics HTTP/1.1\r\nHost: [::2]\r\n\r\n", 0, 421, &tcp },
         { "GET /metrics HTTP/1.1\r\nHost: localhost:\r\n\r\n", 0, 421, &tcp },
         { "GET /metrics HTTP/1.0\r\n\r\n", 0, 421, &tcp },
+        { "GET /metrics HTTP/1.1\r\nHost: 10.1.0.17:9477\r\n\r\n", 0, 0, &fleet },
+        { "GET /metrics HTTP/1.1\r\nHost: 10.1.0.17\r\n\r\n", 0, 0, &fleet },
+        { "GET /metrics HTTP/1.1\r\nHost: 10.1.0.18:9477\r\n\r\n", 0, 421, &fleet },
+        { "GET /metrics HTTP/1.1\r\nHost: node017:9477\r\n\r\n", 0, 421, &fleet },
+        { "GET /metrics HTTP/1.1\r\nHost: 10.1.0.17:9477\r\n\r\n", 0, 421, &tcp },
+        { "GET /metrics HTTP/1.1\r\nHost: [fd00::17]:9477\r\n\r\n", 0, 0, &fleet6 },
+        { "GET /metrics HTTP/1.1\r\nHost: [fd00::18]:9477\r\n\r\n", 0, 421, &fleet6 },
         { "POST /metrics HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\n\r\n", 0, 413, &tcp },
         { "POST /metrics HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n", 0, 0, &tcp },
 };
