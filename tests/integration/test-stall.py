@@ -88,6 +88,17 @@ def uid_pids(uid):
     return pids
 
 
+def sigkill_pending(pid):
+    """SIGKILL queued for the task (thread or process), to be taken when its system call returns."""
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & (1 << (signal.SIGKILL - 1)):
+                return True
+    except OSError:
+        return True     # gone: it was killed and has died
+    return False
+
+
 def worker_host_pid(rtd):
     kids = open(f"/proc/{rtd.pid}/task/{rtd.pid}/children").read().split()
     for k in kids:
@@ -195,6 +206,8 @@ def blocked_start_fails_and_queue_goes_on():
         # The killed children still wait in the kernel for the file system...
         stuck = uid_pids(u.uid)
         assert stuck, "the killed children are expected to wait until the FUSE request ends"
+        assert all(sigkill_pending(p) for p in stuck), \
+            f"a hung child was left without SIGKILL: {[p for p in stuck if not sigkill_pending(p)]}"
         # ...and die as soon as its server does.
         fs.stop()
         end = time.time() + 10
