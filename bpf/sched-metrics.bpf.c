@@ -185,7 +185,11 @@ static __always_inline __u32 ns_tid(struct task_struct *t) {
         return BPF_CORE_READ(up.ns, ns.inum) == guard_ns_inum ? (__u32) up.nr : 0;
 }
 
-/* t became runnable on cpu: if that is a reserved CPU, note since when (the first time only). */
+/*
+ * t became runnable on cpu (woken, preempted, or moved there queued): if that is a reserved CPU, note since
+ * when. Each of these events means t was not waiting before, so an older entry (its switch-in missed) is
+ * stale and replaced.
+ */
 static __always_inline void waiter_note(struct task_struct *t, __u32 pid, __u32 cpu) {
         struct rtd_waiter w = {};
 
@@ -195,7 +199,7 @@ static __always_inline void waiter_note(struct task_struct *t, __u32 pid, __u32 
         w.cpu = cpu;
         w.ns_pid = ns_tid(t);
         (void) BPF_CORE_READ_STR_INTO(&w.comm, t, comm);
-        (void) bpf_map_update_elem(&waiters, &pid, &w, BPF_NOEXIST);
+        (void) bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY);
 }
 
 static __always_inline struct rtd_job *job_get(struct rtd_task *t) {

@@ -21,6 +21,7 @@
 #include "guard.h"
 #include "manager.h"
 #include "prometheus.h"
+#include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/messages.h"
@@ -64,6 +65,7 @@ typedef struct GuardCpu {
         uint64_t unreachable;   /* starving tasks outside rtd's PID namespace, which it cannot name */
         char last_comm[16];
         pid_t last_tid;         /* as the kernel names it */
+        uint64_t last_since;    /* when the task last boosted had begun to wait: never twice for one wait */
         pid_t last_unreachable;
 } GuardCpu;
 
@@ -159,19 +161,38 @@ static void note_failure(Guard *g, const StarveWaiter *w, int r) {
                                   (int) w->ns_tid, w->cpu);
 }
 
+/*
+ * Still runnable ('R')? A missed sched_switch can leave a task noted that has run and sleeps now. Where
+ * /proc does not name it (gone, or a test's --root), sched_getattr() decides.
+ */
+static bool still_runnable(const Guard *g, pid_t tid) {
+        _cleanup_free_ char *s = NULL;
+        char path[32];
+        const char *e;
+
+        (void) snprintf(path, sizeof path, "%d/stat", (int) tid);
+        if (read_one_line_at(g->manager->proc_fd, path, &s) < 0 || !(e = strrchr(s, ')')))
+                return true;
+        return e[1] == ' ' && e[2] == 'R';
+}
+
 static void boost(Guard *g, const StarveWaiter *w, uint64_t now) {
         const RtdConfig *c = g->manager->config;
         struct sched_attr orig;
         Boost b = { .tid = w->ns_tid, .cpu = w->cpu, .until_usec = now + c->starvation_boost_duration_usec };
         int r;
 
-        if (g->n_boosts >= MAX_BOOSTS)
+        if (g->n_boosts >= MAX_BOOSTS ||
+            (g->cpus[w->cpu].last_tid == w->tid && g->cpus[w->cpu].last_since == w->since_usec) ||
+            !still_runnable(g, w->ns_tid))
                 return;
         r = sched_getattr_(w->ns_tid, &orig);
         if (r == -ESRCH)
                 return;                 /* gone since the programs saw it */
-        if (r < 0)
-                return note_failure(g, w, r);
+        if (r < 0) {
+                note_failure(g, w, r);
+                return;
+        }
         if (orig.sched_policy == SCHED_DEADLINE)
                 return;                 /* deadline tasks preempt the job already */
         b.pidfd = pidfd_for(w->ns_tid);
@@ -196,6 +217,7 @@ static void boost(Guard *g, const StarveWaiter *w, uint64_t now) {
         GuardCpu *gc = &g->cpus[w->cpu];
         gc->boosts++;
         gc->last_tid = w->tid;
+        gc->last_since = w->since_usec;
         memcpy(gc->last_comm, w->comm, sizeof gc->last_comm);
 
         char fields[128];
@@ -265,6 +287,10 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                         if (w[i].cpu >= CPUSET_MAX || !cpuset_isset(&g->reserved, w[i].cpu) ||
                             now < w[i].since_usec + c->starvation_threshold_usec)
                                 continue;
+                        /* Any task may name itself (PR_SET_NAME): no newline may reach a journal field. */
+                        for (char *p = w[i].comm; *p; p++)
+                                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                                        *p = '?';
                         if (w[i].ns_tid <= 0)
                                 note_unreachable(g, &w[i]);
                         else if (!is_boosted(g, w[i].ns_tid))
