@@ -169,7 +169,12 @@ static __always_inline struct rtd_cpu *cpu_get(__u32 cpu) {
 }
 
 static __always_inline bool cpu_reserved(__u32 cpu) {
-        return cpu < RTD_MAX_CPUS && reserved_cpus[cpu & (RTD_MAX_CPUS - 1)];
+        __u32 idx = cpu & (RTD_MAX_CPUS - 1);
+
+        /* Keep the mask: clang drops it after the bounds check, which it may test on another register
+         * copy than the one indexing (an int CPU from sched_migrate_task), and the verifier refuses that. */
+        barrier_var(idx);
+        return cpu < RTD_MAX_CPUS && reserved_cpus[idx];
 }
 
 /* t's tid in rtd's PID namespace (struct pid's numbers[level]), 0 when t is not visible there. */
