@@ -183,8 +183,9 @@ def without_the_guard_the_kworker_waits_for_the_fair_server():
             g, c = guard_cpu(rtd)
         print(f"  guard off: stat_refresh took {fmt(times)}", flush=True)
         assert not g["active"] and c["boosts"] == 0, g
-        # Not forever on this kernel: the fair server runs CFS tasks 50 ms late in each second.
-        assert all(t is not None for t in times), times
+        # The kworker is starved: it waits for the fair server (6.12+: 50 ms late in each second), or, on a
+        # kernel without one, until the spinner's timeout ends the job (the read then shows as stuck).
+        assert any(t is None or t >= 0.3 for t in times), times
 
 
 def victim_time(rtd, limit):
