@@ -236,9 +236,10 @@ static void note_unreachable(Guard *g, const StarveWaiter *w) {
         if (gc->last_unreachable == w->tid)
                 return;
         gc->last_unreachable = w->tid;
-        gc->unreachable++;
-        log_warning("Starvation guard: %s (%d) starves on CPU %u but lies outside rtd's PID namespace; not boosted",
-                    w->comm, (int) w->tid, w->cpu);
+        /* Said once per CPU at warning level: a kworker starving there starves again and again. */
+        log_full(gc->unreachable++ == 0 ? LOG_WARNING : LOG_DEBUG,
+                 "Starvation guard: %s (%d) starves on CPU %u but lies outside rtd's PID namespace; not boosted",
+                 w->comm, (int) w->tid, w->cpu);
 }
 
 static void sync_state(Guard *g) {
