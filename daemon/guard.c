@@ -48,7 +48,8 @@ struct sched_attr {
 #endif
 
 #define PIDFD_THREAD_ O_EXCL    /* linux/pidfd.h, 6.9+: a pidfd for a thread, not only a leader */
-#define MAX_BOOSTS 256          /* tasks boosted at once; more wait for the next tick */
+#define MAX_BOOSTS 256
+#define BOOSTS_FILE "starvation-boosts"          /* tasks boosted at once; more wait for the next tick */
 
 typedef struct Boost {
         pid_t tid;              /* in rtd's PID namespace */
@@ -112,31 +113,105 @@ static struct sched_attr restorable(const struct sched_attr *a) {
         };
 }
 
-static void unboost(Guard *g, Boost *b) {
+/* Back to its own policy, unless someone else changed it meanwhile (the task itself, an admin). */
+static void give_back(const Boost *b) {
         struct sched_attr cur;
 
-        /* Gone, or the tid names another task by now: nothing to give back. */
-        if (b->pidfd >= 0 && syscall(SYS_pidfd_send_signal, b->pidfd, 0, NULL, 0) < 0)
-                goto done;
-        /* Someone else changed its policy meanwhile (the task itself, an admin): theirs stands. */
         if (sched_getattr_(b->tid, &cur) < 0 || cur.sched_policy != SCHED_DEADLINE ||
             cur.sched_runtime != b->boost.sched_runtime || cur.sched_period != b->boost.sched_period)
-                goto done;
+                return;
         if (sched_setattr_(b->tid, &b->orig) < 0)
                 log_warning_errno(errno, "Could not give task %d its scheduling policy back after a starvation "
                                   "boost: %m", (int) b->tid);
-done:
+}
+
+/*
+ * What is boosted now, in RuntimeDirectory=: after a crash (kill -9) the next start gives it back, so no
+ * kworker keeps a deadline budget of a few µs per period for good.
+ */
+static void boosts_save(Guard *g) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        if (!g->manager->event || g->manager->runtime_fd < 0)
+                return;
+        if (g->n_boosts == 0) {
+                (void) unlinkat(g->manager->runtime_fd, BOOSTS_FILE, 0);
+                return;
+        }
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return;
+        for (size_t i = 0; i < g->n_boosts; i++) {
+                const Boost *b = &g->boosts[i];
+                fprintf(f, "%d %u %d %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+                        (int) b->tid, b->orig.sched_policy, b->orig.sched_nice, b->orig.sched_priority,
+                        (uint64_t) b->orig.sched_flags, (uint64_t) b->orig.sched_runtime,
+                        (uint64_t) b->orig.sched_deadline, (uint64_t) b->orig.sched_period,
+                        (uint64_t) b->boost.sched_runtime, (uint64_t) b->boost.sched_period);
+        }
+        if (fclose(f) != 0)
+                return;
+        if (write_file_atomic_at(g->manager->runtime_fd, BOOSTS_FILE, buf, size, 0600) < 0)
+                log_debug("Could not note the starvation boosts in %s", BOOSTS_FILE);
+}
+
+/* Boosts a crashed rtd left: the tasks still on exactly that deadline budget get their policy back. */
+static void boosts_recover(Guard *g) {
+        _cleanup_free_ char *text = NULL;
+        unsigned n = 0;
+
+        if (!g->manager->event || g->manager->runtime_fd < 0 ||
+            read_full_file_at(g->manager->runtime_fd, BOOSTS_FILE, &text, NULL) < 0)
+                return;
+        for (char *line = text, *next; line && *line; line = next) {
+                Boost b = { .orig.size = SCHED_ATTR_SIZE_VER0 };
+                unsigned long long fl, rt, dl, pe, brt, bpe;
+                int tid;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                if (sscanf(line, "%d %u %d %u %llu %llu %llu %llu %llu %llu", &tid, &b.orig.sched_policy,
+                           &b.orig.sched_nice, &b.orig.sched_priority, &fl, &rt, &dl, &pe, &brt, &bpe) != 10 ||
+                    tid <= 0 || b.orig.sched_policy == SCHED_DEADLINE)
+                        continue;
+                b.tid = tid;
+                b.orig.sched_flags = fl & SCHED_FLAG_RESET_ON_FORK;
+                b.orig.sched_runtime = rt;
+                b.orig.sched_deadline = dl;
+                b.orig.sched_period = pe;
+                b.boost.sched_runtime = brt;
+                b.boost.sched_period = bpe;
+                give_back(&b);
+                n++;
+        }
+        (void) unlinkat(g->manager->runtime_fd, BOOSTS_FILE, 0);
+        if (n > 0)
+                log_notice("Starvation guard: %u task(s) boosted before rtd last stopped without cleaning up were "
+                           "given their policy back (those still on the boost's deadline budget)", n);
+}
+
+static void unboost(Guard *g, Boost *b) {
+        /* Gone, or the tid names another task by now: nothing to give back. */
+        if (b->pidfd < 0 || syscall(SYS_pidfd_send_signal, b->pidfd, 0, NULL, 0) >= 0)
+                give_back(b);
         if (b->pidfd >= 0)
                 close(b->pidfd);
         *b = g->boosts[--g->n_boosts];
 }
 
 static void unboost_due(Guard *g, uint64_t now, bool all) {
+        size_t before = g->n_boosts;
+
         for (size_t i = 0; i < g->n_boosts;)
                 if (all || g->boosts[i].until_usec <= now)
                         unboost(g, &g->boosts[i]);      /* moves the last one here */
                 else
                         i++;
+        if (g->n_boosts != before)
+                boosts_save(g);
 }
 
 static bool is_boosted(const Guard *g, pid_t tid) {
@@ -214,6 +289,7 @@ static void boost(Guard *g, const StarveWaiter *w, uint64_t now) {
                 return;
         }
         g->boosts[g->n_boosts++] = b;
+        boosts_save(g);
         GuardCpu *gc = &g->cpus[w->cpu];
         gc->boosts++;
         gc->last_tid = w->tid;
@@ -310,6 +386,7 @@ int guard_new(Manager *m, Collector *c, Guard **ret) {
                 return -ENOMEM;
         g->manager = m;
         g->collector = c;
+        boosts_recover(g);
         if (m->event) {
                 r = sd_event_add_time_relative(m->event, &g->timer, CLOCK_MONOTONIC, tick_usec(g), 1000, on_tick, g);
                 if (r < 0)

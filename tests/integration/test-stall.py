@@ -246,7 +246,7 @@ def job_ahead_of_a_stuck_worker_is_taken_back():
                 pass
         assert took < 5, took
         print(f"  job ahead of a stuck worker taken back after {took:.2f} s", flush=True)
-        # Provably never started (its output spares untouched): back in the queue, and it runs once, on the
+        # Provably never started (no stdout file made): back in the queue, and it runs once, on the
         # new worker.
         jy = wait_final(rtd, y["id"], timeout=15)
         assert jy["state"] == "succeeded", jy
