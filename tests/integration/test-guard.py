@@ -42,10 +42,11 @@ def host_root():
 
 
 class GuardRtd:
-    def __init__(self, guard, threshold="0.1"):
+    def __init__(self, guard, threshold="0.1", extra=""):
         self.conf = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n"
                      f"[Tuning]\nRTRuntimeUSec=-1\nStarvationGuard={'yes' if guard else 'no'}\n"
-                     f"StarvationThresholdSec={threshold}\n[Jobs]\nKillGraceSec=0\n[Access]\nSubmitGroup={GROUP}\n")
+                     f"StarvationThresholdSec={threshold}\n{extra}[Jobs]\nKillGraceSec=0\n"
+                     f"[Access]\nSubmitGroup={GROUP}\n")
 
     def __enter__(self):
         need_root()
@@ -55,6 +56,7 @@ class GuardRtd:
         self.knobs = Knobs()
         self.root = host_root()
         self.rtd = Rtd(reserve=str(CPU), conf=self.conf, pidns=False, name="guard")
+        self.rtd.root = self.root
         try:
             self.rtd.start(args=["--root", self.root])
             m = metrics(self.rtd)
@@ -217,6 +219,58 @@ def rt_task_starves_without_the_guard_and_runs_with_it():
     assert off is None, f"the FIFO 1 task ran within {off} s without the guard: nothing was starved"
     assert on is not None and on < 5, on
     assert c["boosts"] >= 1, c
+
+
+def deadline_kworkers():
+    """CPU 1's kworkers and ksoftirqd that run SCHED_DEADLINE now (only the guard makes them so)."""
+    out = subprocess.run(["ps", "-eo", "pid=,cls=,comm="], capture_output=True, text=True).stdout
+    return [l.split() for l in out.splitlines()
+            if l.split()[1:2] == ["DLN"] and re.match(rf"(kworker/{CPU}:|ksoftirqd/{CPU}$)", l.split()[2])]
+
+
+def children(pid):
+    try:
+        return [int(k) for k in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        return []
+
+
+@test
+def boosts_left_by_a_crash_are_given_back_at_the_next_start():
+    with TestUser("rtdguard-u5", groups=[GROUP]) as u, \
+            GuardRtd(guard=True, extra="StarvationBoostDurationSec=120\n") as rtd:
+        workers = []
+        try:
+            with Spinner(rtd, u):
+                times = stat_refresh_times(1)
+                boosted = deadline_kworkers()
+                assert times[0] is not None and boosted, (times, boosted)
+                # kill -9: nothing gives the boosts back (the worker and the job outlive rtd here).
+                workers = children(rtd.pid)
+                rtd.kill9()
+                # The job ends by its own RLIMIT_RTTIME/timeouts; end it now (the test's user, by pid).
+                for pid in [int(d) for d in os.listdir("/proc") if d.isdigit()]:
+                    try:
+                        if os.stat(f"/proc/{pid}").st_uid == u.uid:
+                            os.kill(pid, 9)
+                    except OSError:
+                        pass
+                still = deadline_kworkers()
+                assert still, "the boost ended although rtd died"
+                rtd.start(args=["--root", rtd.root])
+                end = time.time() + 5
+                while deadline_kworkers() and time.time() < end:
+                    time.sleep(0.1)
+                left = deadline_kworkers()
+                print(f"  boosted at the crash: {boosted}; after the restart: {left}", flush=True)
+                assert not left, left
+                assert "given their policy back" in rtd.read_log()
+        finally:
+            for w in workers:
+                try:
+                    os.kill(w, 9)
+                except OSError:
+                    pass
 
 
 if __name__ == "__main__":
