@@ -10,13 +10,13 @@
  * also for RT tasks, which nothing else saves.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <unistd.h>
-#include <fcntl.h>
 #include <systemd/sd-event.h>
+#include <unistd.h>
 
 #include "guard.h"
 #include "manager.h"
@@ -26,8 +26,9 @@
 #include "shared/macro.h"
 #include "shared/messages.h"
 
-/* uapi linux/sched/types.h, which clashes with glibc's <sched.h> (struct sched_param). */
-struct sched_attr {
+/* uapi linux/sched/types.h's struct sched_attr, which clashes with glibc's <sched.h> (struct sched_param),
+ * under a name of its own (glibc 2.41 declares one too). */
+struct rtd_sched_attr {
         uint32_t size;
         uint32_t sched_policy;
         uint64_t sched_flags;
@@ -48,16 +49,16 @@ struct sched_attr {
 #endif
 
 #define PIDFD_THREAD_ O_EXCL    /* linux/pidfd.h, 6.9+: a pidfd for a thread, not only a leader */
-#define MAX_BOOSTS 256
-#define BOOSTS_FILE "starvation-boosts"          /* tasks boosted at once; more wait for the next tick */
+#define MAX_BOOSTS 256          /* tasks boosted at once; more wait for the next tick */
+#define BOOSTS_FILE "starvation-boosts"
 
 typedef struct Boost {
         pid_t tid;              /* in rtd's PID namespace */
         int pidfd;              /* tells whether tid still names the task boosted; -1 when unavailable */
         unsigned cpu;
         uint64_t until_usec;
-        struct sched_attr orig;
-        struct sched_attr boost;
+        struct rtd_sched_attr orig;
+        struct rtd_sched_attr boost;
 } Boost;
 
 typedef struct GuardCpu {
@@ -83,12 +84,12 @@ struct Guard {
         GuardCpu cpus[CPUSET_MAX];
 };
 
-static int sched_setattr_(pid_t tid, const struct sched_attr *a) {
+static int sched_setattr_(pid_t tid, const struct rtd_sched_attr *a) {
         return syscall(SYS_sched_setattr, tid, a, 0) < 0 ? -errno : 0;
 }
 
-static int sched_getattr_(pid_t tid, struct sched_attr *a) {
-        *a = (struct sched_attr){};
+static int sched_getattr_(pid_t tid, struct rtd_sched_attr *a) {
+        *a = (struct rtd_sched_attr){};
         return syscall(SYS_sched_getattr, tid, a, (unsigned) sizeof *a, 0) < 0 ? -errno : 0;
 }
 
@@ -100,8 +101,8 @@ static int pidfd_for(pid_t tid) {
 }
 
 /* The policy it had, minus what sched_getattr() reports but sched_setattr() would take as a request. */
-static struct sched_attr restorable(const struct sched_attr *a) {
-        return (struct sched_attr){
+static struct rtd_sched_attr restorable(const struct rtd_sched_attr *a) {
+        return (struct rtd_sched_attr){
                 .size = SCHED_ATTR_SIZE_VER0,
                 .sched_policy = a->sched_policy,
                 .sched_flags = a->sched_flags & SCHED_FLAG_RESET_ON_FORK,
@@ -115,7 +116,7 @@ static struct sched_attr restorable(const struct sched_attr *a) {
 
 /* Back to its own policy, unless someone else changed it meanwhile (the task itself, an admin). */
 static void give_back(const Boost *b) {
-        struct sched_attr cur;
+        struct rtd_sched_attr cur;
 
         if (sched_getattr_(b->tid, &cur) < 0 || cur.sched_policy != SCHED_DEADLINE ||
             cur.sched_runtime != b->boost.sched_runtime || cur.sched_period != b->boost.sched_period)
@@ -253,7 +254,7 @@ static bool still_runnable(const Guard *g, pid_t tid) {
 
 static void boost(Guard *g, const StarveWaiter *w, uint64_t now) {
         const RtdConfig *c = g->manager->config;
-        struct sched_attr orig;
+        struct rtd_sched_attr orig;
         Boost b = { .tid = w->ns_tid, .cpu = w->cpu, .until_usec = now + c->starvation_boost_duration_usec };
         int r;
 
@@ -272,7 +273,7 @@ static void boost(Guard *g, const StarveWaiter *w, uint64_t now) {
                 return;                 /* deadline tasks preempt the job already */
         b.pidfd = pidfd_for(w->ns_tid);
         b.orig = restorable(&orig);
-        b.boost = (struct sched_attr){
+        b.boost = (struct rtd_sched_attr){
                 .size = SCHED_ATTR_SIZE_VER0,
                 .sched_policy = SCHED_DEADLINE,
                 .sched_flags = orig.sched_flags & SCHED_FLAG_RESET_ON_FORK,
