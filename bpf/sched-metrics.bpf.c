@@ -20,6 +20,12 @@ const volatile bool stamp_wakeups = false;
 /* Written by user space through the mmapped .bss: which CPUs are reserved. */
 __u8 reserved_cpus[RTD_MAX_CPUS];
 
+/* Written by user space: the starvation guard is on (waiters below are kept), and rtd's PID namespace
+ * (its level and inode number) to name waiters by the tids rtd can act on. */
+__u8 guard_on;
+__u32 guard_ns_level;
+__u32 guard_ns_inum;
+
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
         __uint(max_entries, 1);                 /* set to the number of possible CPUs before load */
@@ -82,6 +88,15 @@ struct {
         __type(key, __u32);
         __type(value, struct rtd_irq_name);
 } irq_names SEC(".maps");
+
+/* Runnable tasks waiting on reserved CPUs (starvation guard). LRU: a flood of waiters evicts the oldest
+ * entries rather than failing, and a few stale ones cannot fill it. */
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, 4096);
+        __type(key, __u32);
+        __type(value, struct rtd_waiter);
+} waiters SEC(".maps");
 
 #define TASK_RUNNING 0
 /* Policies of the fair class (uapi sched.h; vmlinux.h has no macros). */
@@ -154,7 +169,42 @@ static __always_inline struct rtd_cpu *cpu_get(__u32 cpu) {
 }
 
 static __always_inline bool cpu_reserved(__u32 cpu) {
-        return cpu < RTD_MAX_CPUS && reserved_cpus[cpu & (RTD_MAX_CPUS - 1)];
+        __u32 idx = cpu & (RTD_MAX_CPUS - 1);
+
+        /* Keep the mask: clang drops it after the bounds check, which it may test on another register
+         * copy than the one indexing (an int CPU from sched_migrate_task), and the verifier refuses that. */
+        barrier_var(idx);
+        return cpu < RTD_MAX_CPUS && reserved_cpus[idx];
+}
+
+/* t's tid in rtd's PID namespace (struct pid's numbers[level]), 0 when t is not visible there. */
+static __always_inline __u32 ns_tid(struct task_struct *t) {
+        struct pid *tp = BPF_CORE_READ(t, thread_pid);
+        __u32 level = guard_ns_level;
+        struct upid up = {};
+
+        if (!tp || level > 31 || BPF_CORE_READ(tp, level) < level)
+                return 0;
+        if (bpf_probe_read_kernel(&up, sizeof up, &tp->numbers[level & 31]) < 0 || !up.ns)
+                return 0;
+        return BPF_CORE_READ(up.ns, ns.inum) == guard_ns_inum ? (__u32) up.nr : 0;
+}
+
+/*
+ * t became runnable on cpu (woken, preempted, or moved there queued): if that is a reserved CPU, note since
+ * when. Each of these events means t was not waiting before, so an older entry (its switch-in missed) is
+ * stale and replaced.
+ */
+static __always_inline void waiter_note(struct task_struct *t, __u32 pid, __u32 cpu) {
+        struct rtd_waiter w = {};
+
+        if (!guard_on || !pid || !cpu_reserved(cpu))
+                return;
+        w.since_ns = bpf_ktime_get_ns();
+        w.cpu = cpu;
+        w.ns_pid = ns_tid(t);
+        (void) BPF_CORE_READ_STR_INTO(&w.comm, t, comm);
+        (void) bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY);
 }
 
 static __always_inline struct rtd_job *job_get(struct rtd_task *t) {
@@ -219,6 +269,13 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 
         if (next_pid)
                 nt = task_get(btf, next, next_pid, false);
+        if (guard_on) {
+                /* It runs: no longer waiting. A preempted prev waits on from now on. */
+                if (next_pid)
+                        (void) bpf_map_delete_elem(&waiters, &next_pid);
+                if (involuntary)
+                        waiter_note(prev, prev_pid, cpu);
+        }
 
         /* Idle (pid 0, one per CPU) is never counted: it is always "running" and would inflate ivcsw. */
         if (prev_pid) {
@@ -415,6 +472,9 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p) {
 
         if (!pid)
                 return 0;
+        waiter_note(p, pid, TREAD(btf, p, thread_info.cpu));
+        if (!stamp_wakeups)
+                return 0;       /* loaded for the starvation guard only */
         t = task_get(btf, p, pid, true);
         if (t)
                 t->wake_ns = bpf_ktime_get_ns();
@@ -428,6 +488,18 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest)
 
         if (!pid || orig == (__u32) dest)
                 return 0;
+        if (guard_on) {
+                /* A waiter moved by the load balancer waits on the new CPU (a waking task is noted at
+                 * sched_wakeup, after this: only queued tasks, TASK_RUNNING, are noted here). */
+                struct rtd_waiter *w = bpf_map_lookup_elem(&waiters, &pid);
+
+                if (w && cpu_reserved(dest))
+                        w->cpu = dest;
+                else if (w)
+                        (void) bpf_map_delete_elem(&waiters, &pid);
+                else if (task_state_core(p) == TASK_RUNNING)
+                        waiter_note(p, pid, dest);
+        }
         c = cpu_get(orig);
         if (c)
                 __sync_fetch_and_add(&c->migrations_out, 1);
@@ -606,6 +678,7 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p) {
 
         job_exit(true, p, pid);
         (void) bpf_map_delete_elem(&marks, &pid);
+        (void) bpf_map_delete_elem(&waiters, &pid);
         return 0;
 }
 
@@ -665,6 +738,7 @@ int BPF_PROG(raw_sched_process_exit, struct task_struct *p) {
 
         job_exit(false, p, pid);
         (void) bpf_map_delete_elem(&task_hash, &pid);
+        (void) bpf_map_delete_elem(&waiters, &pid);
         return 0;
 }
 

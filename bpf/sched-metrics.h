@@ -98,3 +98,12 @@ struct rtd_irq {
 struct rtd_irq_name {
         char name[RTD_IRQ_NAME];
 };
+
+/* Starvation guard (daemon/guard.c): a task waiting on a reserved CPU's run queue, keyed by its global tid.
+ * Noted at wakeup (or preemption) there, forgotten when it is switched in anywhere or exits. */
+struct rtd_waiter {
+        __u64 since_ns;                 /* bpf_ktime_get_ns() when it became runnable there */
+        __u32 cpu;
+        __u32 ns_pid;                   /* its tid in rtd's PID namespace, 0 when not visible there */
+        char comm[16];
+};

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <linux/nsfs.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,8 @@ typedef struct BpfCollector {
         Collector base;
         struct sched_metrics *skel;
         bool btf;                       /* tp_btf programs + task storage; else raw_tp + task_hash */
+        bool stamp;                     /* sched_wakeup programs needed for run-queue latency */
+        bool guard;                     /* starvation guard on: sched_wakeup programs attached for it */
         int stats_fd;                   /* BPF_ENABLE_STATS: run-time stats stay on while it is open */
         unsigned n_possible;            /* libbpf's view: per-CPU map values have this many slots */
         bool same_pids;                 /* rtd's /proc names tasks by the pids BPF sees */
@@ -71,11 +74,12 @@ static void choose_programs(BpfCollector *b) {
         bool stamp = access("/proc/self/schedstat", F_OK) < 0 || getenv("RTD_BPF_WAKEUP_STAMPS");
 
         b->skel->rodata->stamp_wakeups = stamp;
+        b->stamp = stamp;
+        /* The sched_wakeup programs are loaded anyway: the starvation guard attaches them when it is on. */
         bpf_object__for_each_program(p, b->skel->obj) {
                 const char *sec = bpf_program__section_name(p);
                 bool is_btf = startswith(sec, "tp_btf/");
-                bool wakeup = strstr(sec, "/sched_wakeup");
-                (void) bpf_program__set_autoload(p, is_btf == b->btf && (stamp || !wakeup));
+                (void) bpf_program__set_autoload(p, is_btf == b->btf);
         }
         if (b->btf)
                 (void) bpf_map__set_max_entries(b->skel->maps.task_hash, 1);     /* unused: keep it tiny */
@@ -95,6 +99,98 @@ static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
         /* .bss is mmapped: the programs see the new mask on their next run. */
         for (unsigned i = 0; i < RTD_MAX_CPUS; i++)
                 b->skel->bss->reserved_cpus[i] = cpuset_isset(reserved, i);
+}
+
+/* The sched_wakeup programs' links, tp_btf or raw_tp as loaded. */
+static struct bpf_link **wakeup_link(BpfCollector *b, bool new, struct bpf_program **ret_prog) {
+        struct sched_metrics *k = b->skel;
+
+        if (b->btf) {
+                *ret_prog = new ? k->progs.tp_sched_wakeup_new : k->progs.tp_sched_wakeup;
+                return new ? &k->links.tp_sched_wakeup_new : &k->links.tp_sched_wakeup;
+        }
+        *ret_prog = new ? k->progs.raw_sched_wakeup_new : k->progs.raw_sched_wakeup;
+        return new ? &k->links.raw_sched_wakeup_new : &k->links.raw_sched_wakeup;
+}
+
+/* Attach or detach them: every wakeup on the machine runs them, so only while someone needs them. */
+static int wakeups_attach(BpfCollector *b, bool on) {
+        for (int i = 0; i < 2; i++) {
+                struct bpf_program *p;
+                struct bpf_link **l = wakeup_link(b, i, &p);
+
+                if (on && !*l) {
+                        *l = bpf_program__attach(p);
+                        if (!*l) {
+                                int r = -errno;
+                                *l = NULL;
+                                return r;
+                        }
+                } else if (!on && *l) {
+                        bpf_link__destroy(*l);
+                        *l = NULL;
+                }
+        }
+        return 0;
+}
+
+static int bpf_set_guard(Collector *c, bool on) {
+        BpfCollector *b = (BpfCollector *) c;
+        int fd = bpf_map__fd(b->skel->maps.waiters);
+        uint32_t key, next;
+        int r;
+
+        if (on == b->guard)
+                return 0;
+        if (on) {
+                r = wakeups_attach(b, true);
+                if (r < 0)
+                        return r;
+        }
+        b->skel->bss->guard_on = on;
+        b->guard = on;
+        if (on)
+                return 0;
+        if (!b->stamp)
+                (void) wakeups_attach(b, false);
+        /* Entries left now would look old when the guard comes back. */
+        while (bpf_map_get_next_key(fd, NULL, &next) == 0) {
+                key = next;
+                if (bpf_map_delete_elem(fd, &key) < 0)
+                        break;
+        }
+        return 0;
+}
+
+static int bpf_read_waiters(Collector *c, StarveWaiter **ret, size_t *ret_n) {
+        BpfCollector *b = (BpfCollector *) c;
+        int fd = bpf_map__fd(b->skel->maps.waiters);
+        _cleanup_free_ StarveWaiter *v = NULL;
+        size_t n = 0;
+        uint32_t key, *prev = NULL;
+
+        /* Bounded: the map holds at most max_entries, and a walk that restarts (a key deleted under it)
+         * is cut off rather than looping. */
+        for (unsigned i = 0; i < bpf_map__max_entries(b->skel->maps.waiters) &&
+                             bpf_map_get_next_key(fd, prev, &key) == 0; i++) {
+                struct rtd_waiter w;
+
+                prev = &key;
+                if (bpf_map_lookup_elem(fd, &key, &w) < 0)
+                        continue;
+                StarveWaiter *t = reallocarray(v, n + 1, sizeof *v);
+                if (!t)
+                        return -ENOMEM;
+                v = t;
+                v[n] = (StarveWaiter){ .tid = (pid_t) key, .ns_tid = (pid_t) w.ns_pid, .cpu = w.cpu,
+                                       .since_usec = w.since_ns / 1000 };
+                memcpy(v[n].comm, w.comm, sizeof v[n].comm);
+                v[n].comm[sizeof v[n].comm - 1] = 0;
+                n++;
+        }
+        *ret = TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
 }
 
 static int pidfd_open_(pid_t pid) {
@@ -197,6 +293,25 @@ static bool in_initial_pid_namespace(void) {
                 return false;
         parent = ioctl(fd, NS_GET_PARENT);
         return parent < 0 && errno == EPERM;
+}
+
+/* rtd's PID namespace: its depth below the initial one (NS_GET_PARENT until EPERM) and inode number. */
+static void pid_namespace_of_self(uint32_t *ret_level, uint32_t *ret_inum) {
+        _cleanup_close_ int fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        uint32_t level = 0;
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return;
+        *ret_inum = (uint32_t) st.st_ino;
+        for (int cur = fcntl(fd, F_DUPFD_CLOEXEC, 3); cur >= 0 && level < 32; level++) {
+                int parent = ioctl(cur, NS_GET_PARENT);
+                safe_close(cur);
+                cur = parent;
+                if (cur < 0)
+                        break;
+        }
+        *ret_level = level;
 }
 
 /*
@@ -494,6 +609,8 @@ static const CollectorOps bpf_ops = {
         .job_read = bpf_job_read,
         .attach_mode = attach_mode,
         .set_program_stats = bpf_set_program_stats,
+        .set_guard = bpf_set_guard,
+        .read_waiters = bpf_read_waiters,
         .free = bpf_free,
 };
 
@@ -568,6 +685,9 @@ int bpf_collector_new(int proc_fd, Collector **ret, char **ret_reason) {
                 *ret_reason = reason_for("cannot attach the BPF programs", r);
                 goto fail;
         }
+        if (!b->stamp)
+                (void) wakeups_attach(b, false);
+        pid_namespace_of_self(&b->skel->bss->guard_ns_level, &b->skel->bss->guard_ns_inum);
 
         *ret = &b->base;
         return 0;

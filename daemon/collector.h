@@ -92,6 +92,15 @@ typedef struct JobCounters {
         uint64_t tasks;
 } JobCounters;
 
+/* A task waiting on a reserved CPU's run queue since since_usec (the starvation guard's input). */
+typedef struct StarveWaiter {
+        pid_t tid;                      /* as the kernel (BPF) names it */
+        pid_t ns_tid;                   /* in rtd's PID namespace; 0 when it is not visible there */
+        unsigned cpu;
+        uint64_t since_usec;            /* CLOCK_MONOTONIC */
+        char comm[16];
+} StarveWaiter;
+
 typedef struct Collector Collector;
 typedef struct CollectorOps {
         const char *name;               /* "bpf" or "procfs" */
@@ -103,6 +112,9 @@ typedef struct CollectorOps {
         int (*job_read)(Collector *c, uint64_t job_id, bool forget, JobCounters *ret);
         const char *(*attach_mode)(Collector *c);       /* "tp_btf", "raw_tp", or NULL */
         void (*set_program_stats)(Collector *c, bool on);       /* NULL: no programs to time */
+        /* Starvation guard: note waiters on reserved CPUs or stop; NULL when the collector cannot. */
+        int (*set_guard)(Collector *c, bool on);
+        int (*read_waiters)(Collector *c, StarveWaiter **ret, size_t *ret_n);
         void (*free)(Collector *c);
 } CollectorOps;
 

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,11 @@ RtdConfig *config_new(void) {
                 .fair_server_runtime_usec = TUNE_KEEP,
                 .timer_migration = TUNE_KEEP,
                 .stat_interval_sec = TUNE_KEEP,
+                .starvation_guard = true,
+                .starvation_threshold_usec = 1000000,
+                .starvation_boost_runtime_usec = 20,
+                .starvation_boost_period_usec = 1000,
+                .starvation_boost_duration_usec = 1000000,
                 .queue_policy = QUEUE_FCFS,
                 .worker_priority = 99,
                 .default_priority = 50,
@@ -291,6 +297,40 @@ static int parse_tune(const char *v, void *ptr, const void *arg, const char **al
         return 0;
 }
 
+/* Seconds with up to six decimals ("0.25"), stored as µs, within [min, max] µs. */
+typedef struct UsecRange {
+        uint64_t min, max;
+        const char *allowed;
+} UsecRange;
+
+static int parse_sec_usec(const char *v, void *ptr, const void *arg, const char **allowed) {
+        const UsecRange *range = arg;
+        const char *dot = strchr(v, '.');
+        uint64_t whole = 0, frac = 0, scale = 1000000;
+        _cleanup_free_ char *w = strndup(v, dot ? (size_t) (dot - v) : strlen(v));
+        int r = w ? 0 : -ENOMEM;
+
+        if (r < 0)
+                return r;
+        *allowed = range->allowed;
+        if ((*w || !dot) && (safe_atou64(w, &whole) < 0 || whole > 1000000))
+                return -EINVAL;
+        if (dot) {
+                const char *f = dot + 1;
+                if (!*f || strlen(f) > 6 || strspn(f, "0123456789") != strlen(f))
+                        return -EINVAL;
+                for (; *f; f++) {
+                        scale /= 10;
+                        frac += (uint64_t) (*f - '0') * scale;
+                }
+        }
+        uint64_t usec = whole * 1000000 + frac;
+        if (usec < range->min || usec > range->max)
+                return -EINVAL;
+        *(uint64_t *) ptr = usec;
+        return 0;
+}
+
 static const UintRange range_interval = { 0, 86400, "a number of seconds from 0 (off) to 86400" };
 static const UintRange range_prio = { 1, 99, "a priority from 1 to 99" };
 static const UintRange range_grace = { 0, 3600, "a number of seconds from 0 to 3600" };
@@ -307,6 +347,10 @@ static const TuneRange range_rt_runtime = { -1, 1000000, "keep, -1 (no throttlin
 static const TuneRange range_fair = { 0, 1000000, "keep or microseconds 0..1000000" };
 static const TuneRange range_bool = { 0, 1, "keep, 0 or 1" };
 static const TuneRange range_stat = { 1, 3600, "keep or seconds 1..3600" };
+static const UsecRange range_starve = { 10000, 3600000000ULL, "seconds from 0.01 to 3600, e.g. 0.5" };
+static const UsecRange range_boost_time = { 10000, 3600000000ULL, "seconds from 0.01 to 3600" };
+static const UintRange range_boost_runtime = { 2, 1000000, "microseconds from 2 to 1000000" };
+static const UintRange range_boost_period = { 100, 4000000, "microseconds from 100 to 4000000" };
 static const EnumSpec smt_enum = { (const char *const[]){ "exclusive", "shared", NULL }, "exclusive or shared" };
 static const EnumSpec backend_enum = { (const char *const[]){ "auto", "systemd", "cgroup", "affinity", NULL },
                                        "auto, systemd, cgroup or affinity" };
@@ -341,6 +385,11 @@ static const ConfItem items[] = {
         { "Tuning", "FairServerRuntimeUSec", parse_tune, F(fair_server_runtime_usec), &range_fair },
         { "Tuning", "TimerMigration", parse_tune, F(timer_migration), &range_bool },
         { "Tuning", "StatIntervalSec", parse_tune, F(stat_interval_sec), &range_stat },
+        { "Tuning", "StarvationGuard", parse_bool, F(starvation_guard) },
+        { "Tuning", "StarvationThresholdSec", parse_sec_usec, F(starvation_threshold_usec), &range_starve },
+        { "Tuning", "StarvationBoostRuntimeUSec", parse_uint, F(starvation_boost_runtime_usec), &range_boost_runtime },
+        { "Tuning", "StarvationBoostPeriodUSec", parse_uint, F(starvation_boost_period_usec), &range_boost_period },
+        { "Tuning", "StarvationBoostDurationSec", parse_sec_usec, F(starvation_boost_duration_usec), &range_boost_time },
         { "Metrics", "ProgramStats", parse_bool, F(program_stats) },
         { "Jobs", "Policy", parse_enum, F(queue_policy), &queue_enum },
         { "Jobs", "WorkerPriority", parse_uint, F(worker_priority), &range_prio },
@@ -566,6 +615,12 @@ int config_validate(const RtdConfig *c, FILE *err) {
                 fprintf(err, "warning: [Jobs] DefaultPriority=%u is above [Access] MaxPriority=%u; "
                              "non-admin jobs will be capped to %u\n",
                         c->default_priority, c->max_priority, c->max_priority);
+        if (c->starvation_boost_runtime_usec > c->starvation_boost_period_usec) {
+                fprintf(err, "[Tuning] StarvationBoostRuntimeUSec=%u exceeds StarvationBoostPeriodUSec=%u; "
+                             "lower the runtime or raise the period\n",
+                        c->starvation_boost_runtime_usec, c->starvation_boost_period_usec);
+                r = -EINVAL;
+        }
         if (streq(c->state_directory, c->runtime_directory)) {
                 fprintf(err, "StateDirectory= and RuntimeDirectory= must differ (both are %s)\n",
                         c->state_directory);
@@ -603,9 +658,16 @@ int config_dump(const RtdConfig *c, FILE *out) {
                 c->reserve_mode == RESERVE_AUTO ? "auto" : c->reserve_mode == RESERVE_NONE ? "none" : cpus,
                 smt_mode_to_string(c->smt), backend_kind_to_string(c->backend), irq_mode_to_string(c->irqs),
                 c->check_interval_sec);
-        fprintf(out, "[Tuning]\nRTRuntimeUSec=%s\nFairServerRuntimeUSec=%s\nTimerMigration=%s\nStatIntervalSec=%s\n\n",
+        fprintf(out, "[Tuning]\nRTRuntimeUSec=%s\nFairServerRuntimeUSec=%s\nTimerMigration=%s\nStatIntervalSec=%s\n",
                 tune_str(c->rt_runtime_usec, b1), tune_str(c->fair_server_runtime_usec, b2),
                 tune_str(c->timer_migration, b3), tune_str(c->stat_interval_sec, b4));
+        fprintf(out, "StarvationGuard=%s\nStarvationThresholdSec=%" PRIu64 ".%06" PRIu64 "\n"
+                     "StarvationBoostRuntimeUSec=%u\nStarvationBoostPeriodUSec=%u\n"
+                     "StarvationBoostDurationSec=%" PRIu64 ".%06" PRIu64 "\n\n",
+                c->starvation_guard ? "yes" : "no", c->starvation_threshold_usec / 1000000,
+                c->starvation_threshold_usec % 1000000, c->starvation_boost_runtime_usec,
+                c->starvation_boost_period_usec, c->starvation_boost_duration_usec / 1000000,
+                c->starvation_boost_duration_usec % 1000000);
         fprintf(out, "[Metrics]\nProgramStats=%s\n\n", c->program_stats ? "yes" : "no");
         fprintf(out,
                 "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"

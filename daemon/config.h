@@ -65,6 +65,12 @@ typedef struct RtdConfig {
         int64_t fair_server_runtime_usec;
         int64_t timer_migration;        /* 0 or 1 */
         int64_t stat_interval_sec;
+        /* starvation guard (daemon/guard.c) */
+        bool starvation_guard;
+        uint64_t starvation_threshold_usec;     /* runnable this long on a reserved CPU without running */
+        unsigned starvation_boost_runtime_usec; /* SCHED_DEADLINE runtime per period while boosted */
+        unsigned starvation_boost_period_usec;
+        uint64_t starvation_boost_duration_usec;
 
         /* [Metrics] */
         bool program_stats;             /* hold kernel BPF run-time statistics on (costs every BPF program) */

@@ -225,6 +225,21 @@ static int on_respawn(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/*
+ * Whether a job handed to a worker that died provably never reached its exec: no pid reported, and no
+ * <id>.stdout file, which its child makes (or renames from a spare) before the exec, as recovery after a
+ * crash also reads it. Only with a cgroup: its SIGKILL (cgroup.kill) has then reached a child cloned
+ * meanwhile, which can start no further system call, so no exec can follow the check either.
+ */
+static bool never_exec_d(JobManager *jm, Job *j) {
+        char name[64];
+
+        if (j->state != JOB_STARTING || j->pid > 0 || !j->cgroup || jm->cgroups.dir_fd < 0)
+                return false;
+        snprintf(name, sizeof name, "%" PRIu64 ".stdout", j->id);
+        return faccessat(jm->output_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+}
+
 static void on_worker_died(Worker *w, int status, void *userdata) {
         JobManager *jm = userdata;
         unsigned cpu = worker_cpu(w);
@@ -254,8 +269,13 @@ static void on_worker_died(Worker *w, int status, void *userdata) {
         /* A job that waited behind it may or may not have started: never run it twice. */
         if (waiting) {
                 job_signal(jm, waiting, SIGKILL);
-                job_finish(jm, waiting, JOB_FAILED, "the worker for CPU %u %s while the job waited there to start; "
-                           "whether it started is unknown, so it is not run again", cpu, how);
+                if (never_exec_d(jm, waiting)) {
+                        log_info("Job %" PRIu64 " waited on the worker for CPU %u and never started: back in the "
+                                 "queue", waiting->id, cpu);
+                        job_requeue(jm, waiting);
+                } else
+                        job_finish(jm, waiting, JOB_FAILED, "the worker for CPU %u %s while the job waited there "
+                                   "to start; whether it started is unknown, so it is not run again", cpu, how);
         }
 
         /* Crash loops back off: more than 5 deaths within 10 s wait 5 s before the next try. */

@@ -270,6 +270,8 @@ int metrics_render_prometheus(Metrics *x, char **ret, size_t *ret_size) {
         render_cpus(x, f);
         render_runq(x, f);
         render_daemon(x, f);
+        if (x->guard)
+                guard_render_prometheus(x->guard, f);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;
@@ -455,5 +457,7 @@ json_t *metrics_render_json(Metrics *x) {
                                   "irqs_moved", (int) rs.irqs_moved, "irqs_unmovable", (int) rs.irqs_unmovable,
                                   "tasks_moved", (int) rs.tasks_moved, "tasks_refused", (int) rs.tasks_refused));
         }
+        if (j && x->guard)
+                (void) json_object_set_new(j, "starvation_guard", guard_to_json(x->guard));
         return j;
 }

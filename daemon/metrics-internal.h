@@ -5,6 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "collector.h"
+#include "guard.h"
 #include "metrics.h"
 
 #define METRICS_INTERVAL_USEC (1000 * 1000ULL)  /* how often counters are read into the snapshot */
@@ -12,6 +13,7 @@
 struct Metrics {
         Manager *manager;
         Collector *collector;
+        Guard *guard;                   /* starvation guard (guard.c), fed by the collector */
         char *reason;                   /* why BPF is not used (NULL when it is) */
         sd_event_source *timer;
 

@@ -89,11 +89,18 @@ int metrics_new(Manager *m, Metrics **ret) {
         } else
                 log_info("BPF metrics attached (%s)", x->collector->ops->attach_mode(x->collector));
 
+        r = guard_new(m, x->collector, &x->guard);
+        if (r < 0) {
+                x->collector->ops->free(x->collector);
+                free(x->reason);
+                return r;
+        }
         collect(x);     /* the first scrape has data */
         if (m->event) {
                 r = sd_event_add_time_relative(m->event, &x->timer, CLOCK_MONOTONIC, METRICS_INTERVAL_USEC,
                                                100 * 1000, on_timer, x);
                 if (r < 0) {
+                        guard_free(x->guard);
                         x->collector->ops->free(x->collector);
                         free(x->reason);
                         return r;
@@ -108,6 +115,7 @@ Metrics *metrics_free(Metrics *x) {
         if (!x)
                 return NULL;
         sd_event_source_disable_unref(x->timer);
+        guard_free(x->guard);           /* gives boosted tasks their policy back, needs the collector */
         if (x->collector)
                 x->collector->ops->free(x->collector);
         sample_done(&x->cur);
@@ -127,6 +135,7 @@ void metrics_set_reserved(Metrics *x, const CpuSet *reserved) {
                 return;
         x->reserved = *reserved;
         x->collector->ops->set_reserved(x->collector, reserved);
+        guard_set_reserved(x->guard, reserved);
 }
 
 int metrics_track_task(Metrics *x, pid_t pid, uint64_t job_id, uint64_t cgroup_id) {

@@ -88,6 +88,17 @@ def uid_pids(uid):
     return pids
 
 
+def sigkill_pending(pid):
+    """SIGKILL queued for the task (thread or process), to be taken when its system call returns."""
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & (1 << (signal.SIGKILL - 1)):
+                return True
+    except OSError:
+        return True     # gone: it was killed and has died
+    return False
+
+
 def worker_host_pid(rtd):
     kids = open(f"/proc/{rtd.pid}/task/{rtd.pid}/children").read().split()
     for k in kids:
@@ -195,6 +206,8 @@ def blocked_start_fails_and_queue_goes_on():
         # The killed children still wait in the kernel for the file system...
         stuck = uid_pids(u.uid)
         assert stuck, "the killed children are expected to wait until the FUSE request ends"
+        assert all(sigkill_pending(p) for p in stuck), \
+            f"a hung child was left without SIGKILL: {[p for p in stuck if not sigkill_pending(p)]}"
         # ...and die as soon as its server does.
         fs.stop()
         end = time.time() + 10
@@ -207,33 +220,41 @@ def blocked_start_fails_and_queue_goes_on():
 
 
 @test
-def job_ahead_of_a_stuck_worker_is_settled():
+def job_ahead_of_a_stuck_worker_is_taken_back():
     with JobRtd() as rtd:
         worker = worker_host_pid(rtd)
         env = {"PATH": "/usr/bin:/bin"}
         st, x = api(rtd, "POST", "/v1/jobs", {"argv": ["sleep", "30"], "env": env})
         assert st == 201, x
-        st, y = api(rtd, "POST", "/v1/jobs", {"argv": ["true"], "env": env})
+        st, y = api(rtd, "POST", "/v1/jobs", {"argv": ["echo", "ran once"], "env": env})
         assert st == 201, y
         t0 = time.monotonic()
         os.kill(worker, signal.SIGSTOP)     # a worker that never answers
         try:
             if job(rtd, y["id"])["state"] != "starting":
                 raise Skip("the second job was not handed ahead (the first one started too long before)")
-            jy = wait_final(rtd, y["id"], timeout=10)
+            # Behind a long job rtd asks for it back (docs/jobs.md, "Handing the next job ahead"); the worker
+            # does not answer, so rtd kills it and settles both of its jobs.
+            end = time.time() + 10
+            while time.time() < end and job(rtd, x["id"])["state"] not in FINAL:
+                time.sleep(0.02)
             took = time.monotonic() - t0
         finally:
             try:
                 os.kill(worker, signal.SIGCONT)
             except ProcessLookupError:
                 pass
-        assert jy["state"] == "failed" and "worker" in jy["reason"], jy
         assert took < 5, took
-        print(f"  job ahead of a stuck worker settled after {took:.2f} s", flush=True)
+        print(f"  job ahead of a stuck worker taken back after {took:.2f} s", flush=True)
+        # Provably never started (no stdout file made): back in the queue, and it runs once, on the
+        # new worker.
+        jy = wait_final(rtd, y["id"], timeout=15)
+        assert jy["state"] == "succeeded", jy
+        st, out = api(rtd, "GET", f"/v1/jobs/{y['id']}/output?stream=stdout")
+        assert st == 200 and out == b"ran once\n", out
+        assert worker_host_pid(rtd) != worker, "the stuck worker was not replaced"
         jx = wait_final(rtd, x["id"], timeout=10)
-        assert jx["state"] == "failed", jx
-        st, z = api(rtd, "POST", "/v1/jobs", {"argv": ["true"], "env": env})
-        assert st == 201 and wait_final(rtd, z["id"])["state"] == "succeeded"
+        assert jx["state"] in ("failed", "cancelled"), jx
 
 
 if __name__ == "__main__":

@@ -257,6 +257,50 @@ static void test_priority_below_worker(void **state) {
         config_free(c);
 }
 
+static void test_starvation_guard_keys(void **state) {
+        RtdConfig *c = config_new();
+        char *msg;
+        int r;
+
+        assert_true(c->starvation_guard);
+        assert_true(c->starvation_threshold_usec == 1000000);
+        free(parse(c, "[Tuning]\nStarvationGuard=no\nStarvationThresholdSec=0.25\nStarvationBoostRuntimeUSec=50\n"
+                      "StarvationBoostPeriodUSec=2000\nStarvationBoostDurationSec=3\n", &r, NULL));
+        assert_int_equal(r, 0);
+        assert_false(c->starvation_guard);
+        assert_true(c->starvation_threshold_usec == 250000);
+        assert_int_equal(c->starvation_boost_runtime_usec, 50);
+        assert_int_equal(c->starvation_boost_period_usec, 2000);
+        assert_true(c->starvation_boost_duration_usec == 3000000);
+        free(parse(c, "[Tuning]\nStarvationThresholdSec=.5\n", &r, NULL));
+        assert_int_equal(r, 0);
+        assert_true(c->starvation_threshold_usec == 500000);
+
+        /* Each bad value names the line, the key and what is allowed, and leaves the old value. */
+        const char *bad[] = { "0.001", "1.", "abc", "1.2345678", "-1", "0", "1e3", "3601" };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+                char text[64];
+                snprintf(text, sizeof text, "[Tuning]\nStarvationThresholdSec=%s\n", bad[i]);
+                msg = parse(c, text, &r, NULL);
+                assert_int_equal(r, -EINVAL);
+                assert_non_null(strstr(msg, "test.conf:2:"));
+                assert_non_null(strstr(msg, "StarvationThresholdSec="));
+                assert_non_null(strstr(msg, "seconds from 0.01 to 3600"));
+                assert_true(c->starvation_threshold_usec == 500000);
+                free(msg);
+        }
+        free(parse(c, "[Tuning]\nStarvationBoostPeriodUSec=50\n", &r, NULL));
+        assert_int_equal(r, -EINVAL);           /* below the kernel's 100 µs minimum period */
+
+        free(parse(c, "[Tuning]\nStarvationBoostRuntimeUSec=3000\n", &r, NULL));
+        assert_int_equal(r, 0);
+        msg = validate(c, &r);
+        assert_int_equal(r, -EINVAL);
+        assert_non_null(strstr(msg, "StarvationBoostRuntimeUSec=3000 exceeds StarvationBoostPeriodUSec=2000"));
+        free(msg);
+        config_free(c);
+}
+
 static void test_shipped_config_is_defaults(void **state) {
         const char *src = getenv("RTD_SOURCE_DIR");
         RtdConfig *c = config_new(), *d = config_new();
@@ -319,6 +363,7 @@ int main(void) {
                 cmocka_unit_test(test_dump_round_trip),
                 cmocka_unit_test(test_shipped_config_is_defaults),
                 cmocka_unit_test(test_priority_below_worker),
+                cmocka_unit_test(test_starvation_guard_keys),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,6 +168,9 @@ static void test_render_fallback(void **state) {
         assert_null(strstr(text, "rtd_bpf_run_seconds_total"));        /* no cost figures without BPF */
         assert_null(strstr(text, "rtd_cpu_intrusion"));                /* no intrusion accounting either */
         assert_null(strstr(text, "pid="));
+        /* The starvation guard's counters per reserved CPU (it needs BPF to boost anything). */
+        assert_non_null(strstr(text, "rtd_starvation_boosts_total{cpu=\"0\"} 0\n"));
+        assert_non_null(strstr(text, "rtd_starvation_boost_failures_total{cpu=\"0\"} 0\n"));
         free(text);
 
         j = metrics_render_json(x);
