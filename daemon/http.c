@@ -73,6 +73,7 @@ static const char *status_title(int status) {
         case 429: return "Too Many Requests";
         case 500: return "Internal Server Error";
         case 503: return "Service Unavailable";
+        case 507: return "Insufficient Storage";
         default: return "Error";
         }
 }
