@@ -294,9 +294,18 @@ static _Noreturn void child_run(const ChildArgs *a) {
         }
         /* A login's rlimits instead of rtd's (set while still root: hard limits may go up as well as down). */
         if (st->flags & WORKER_START_RLIMITS)
-                for (int i = 0; i < WORKER_RLIMITS; i++)
-                        if ((fd = rsys(SYS_prlimit64, 0, i, &st->rlimits[i], NULL)) < 0)
+                for (int i = 0; i < WORKER_RLIMITS; i++) {
+                        WorkerRlimit want = st->rlimits[i], old;
+                        fd = rsys(SYS_prlimit64, 0, i, &want, NULL);
+                        /* Without CAP_SYS_RESOURCE (a confined rtd) a hard limit cannot go up: keep ours. */
+                        if (fd == -EPERM && rsys(SYS_prlimit64, 0, i, NULL, &old) == 0 && want.max > old.max) {
+                                want.max = old.max;
+                                want.cur = want.cur < old.max ? want.cur : old.max;
+                                fd = rsys(SYS_prlimit64, 0, i, &want, NULL);
+                        }
+                        if (fd < 0)
                                 child_fail(id, "setrlimit", (int) -fd);
+                }
         /* Past RLIMIT_FSIZE (the output cap) a write fails with EFBIG instead of killing the job. */
         struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } ign = { SIG_IGN, 0, NULL, 0 };
         (void) rsys(SYS_rt_sigaction, SIGXFSZ, &ign, NULL, sizeof ign.mask);
