@@ -293,6 +293,9 @@ def disk_full_store_write_surfaced():
         # The running job ends while the disk is full: its final state cannot be stored yet.
         ended = wait_final(rtd, running["id"])
         assert ended["state"] == "succeeded", ended
+        store = api(rtd, "GET", "/v1/status")[1]["jobs"]["store"]
+        assert store["pending_writes"] == 1 and store["last_write_error"] == "No space left on device", store
+        assert f"Failed to write job {running['id']} (succeeded) to the store" in rtd.read_log()
         # Submissions: refused with 507 once the store cannot take them, never accepted and lost.
         codes, refused, accepted = [], None, []
         for _ in range(400):
@@ -361,6 +364,8 @@ def removed_from_group_before_dispatch():
     with TestUser("rtdlim-u7", groups=[GROUP]) as u, JobRtd() as rtd:
         st, blocker = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sleep", "2"], "env": ENV})
         assert st == 201, blocker
+        wait_state(rtd, blocker["id"], ("running",))
+        time.sleep(0.3)         # past the moment a job would be handed ahead to its worker
         j = usubmit(rtd, u, {"argv": ["/usr/bin/id"]})
         assert job(rtd, j["id"])["state"] == "queued"
         subprocess.run(["gpasswd", "-d", u.name, GROUP], check=True, capture_output=True)
