@@ -200,10 +200,8 @@ void job_limits_setup(int proc_fd, int sys_fd, const char *instance, JobLimits *
         remove_stale(ret->v1_memory_fd, instance);
 }
 
-static void retry_leftovers(JobLimits *l);
-
 void job_limits_done(JobLimits *l) {
-        retry_leftovers(l);
+        job_limits_retry_leftovers(l);
         for (size_t i = 0; i < l->n_leftovers; i++)
                 free(l->leftovers[i]);
         free(l->leftovers);
@@ -220,12 +218,37 @@ static bool has_file(int dir_fd, const char *name) {
         return fstatat(dir_fd, name, &st, 0) >= 0;
 }
 
-/* Enable a controller for the job cgroups' parent; pids is a threaded controller, allowed even though the
- * parent holds rtd's own processes; memory is not (cgroup v2's no-internal-process rule: EBUSY). */
+/*
+ * Enable a controller for the job cgroups' parent, only where that parent holds no process of its own (or is
+ * the root, which may mix): there cgroup v2 refuses a domain controller (memory: EBUSY), and a threaded one
+ * (pids) would make the parent a thread root, after which no process could enter a job's (domain) cgroup
+ * at all (EOPNOTSUPP). Under rtd's current layout (rtd or its workers in that parent) the limit is then not
+ * enforced, and status says why.
+ */
 static void v2_enable(JobLimits *l, int parent_fd, const char *controller) {
+        _cleanup_free_ char *procs = NULL, *avail = NULL;
         char word[32];
         int r;
 
+        /* Not offered to this cgroup at all (a hybrid host's v2 hierarchy has none): nothing to try. */
+        snprintf(word, sizeof word, " %s ", controller);
+        if (read_full_file_at(parent_fd, "cgroup.controllers", &avail, NULL) < 0)
+                return;
+        for (char *p = avail; *p; p++)
+                if (*p == '\n')
+                        *p = ' ';
+        _cleanup_free_ char *padded = NULL;
+        if (asprintf(&padded, " %s ", avail) < 0 || !strstr(padded, word))
+                return;
+        if (has_file(parent_fd, "cgroup.type") &&
+            (read_full_file_at(parent_fd, "cgroup.procs", &procs, NULL) < 0 || !procs || *procs)) {
+                if (!l->v2_note && asprintf(&l->v2_note, "cgroup v2: the %s controller cannot be enabled for job "
+                                            "cgroups: their parent cgroup holds processes of its own (rtd or its "
+                                            "workers), and cgroup v2 allows controllers only below a cgroup "
+                                            "without processes", controller) < 0)
+                        l->v2_note = NULL;
+                return;
+        }
         snprintf(word, sizeof word, "+%s", controller);
         r = write_string_at(parent_fd, "cgroup.subtree_control", word);
         if (r < 0 && !l->v2_note && asprintf(&l->v2_note, "cgroup v2: cannot enable the %s controller for job "
@@ -268,7 +291,7 @@ int job_limits_apply(JobLimits *l, int parent_fd, int cgroup_fd, const char *nam
                      int ret_join[static 2]) {
         int n = 0, r, fd;
 
-        retry_leftovers(l);
+        job_limits_retry_leftovers(l);
         if (cgroup_fd >= 0 && parent_fd >= 0) {
                 if (spec->max_tasks > 0 && !has_file(cgroup_fd, "pids.max"))
                         v2_enable(l, parent_fd, "pids");
@@ -364,7 +387,7 @@ static int v1_remove(int dir_fd, const char *name) {
         return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-static void retry_leftovers(JobLimits *l) {
+void job_limits_retry_leftovers(JobLimits *l) {
         size_t k = 0;
 
         for (size_t i = 0; i < l->n_leftovers; i++) {
@@ -424,8 +447,8 @@ json_t *job_limits_to_json(const JobLimits *l, const RtdConfig *cfg) {
                 mem = NULL;
         return json_pack("{s:s,s:s,s:s,s:s?,s:I,s:I,s:I,s:I}",
                          "output", "RLIMIT_FSIZE (every file the job writes; EFBIG beyond it)",
-                         "tasks", pids ?: "not enforced: no pids controller for job cgroups",
-                         "memory", mem ?: "not enforced: no memory controller for job cgroups",
+                         "tasks", pids ?: "not enforced: no pids controller for job cgroups (see note)",
+                         "memory", mem ?: "not enforced: no memory controller for job cgroups (see note)",
                          "note", l->v2_note,
                          "max_output_bytes", (json_int_t) (cfg->max_output_bytes == CONFIG_INFINITY ? -1 : (json_int_t) cfg->max_output_bytes),
                          "max_tasks", (json_int_t) (cfg->max_tasks == CONFIG_INFINITY ? -1 : (json_int_t) cfg->max_tasks),

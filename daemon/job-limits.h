@@ -58,6 +58,9 @@ typedef struct JobLimitHits {
  * then remove its v1 cgroups (later, if tasks still linger). */
 void job_limits_finish(JobLimits *l, int v2_parent_fd, const char *name, JobLimitHits *ret);
 
+/* Remove the v1 cgroups of ended jobs whose last tasks were still dying. */
+void job_limits_retry_leftovers(JobLimits *l);
+
 /* Whether a job's output file of this size reached its cap (a write beyond it failed with EFBIG). */
 /* The supplementary groups a job may still run with; see job_limits_check_groups(). */
 int job_limits_check_groups(const RtdConfig *cfg, uid_t uid, gid_t gid, gid_t *groups, size_t *n_groups,

@@ -890,6 +890,8 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
         JobManager *jm = userdata;
         if (jm->cgroups_dirty)
                 job_sweep_cgroups(jm);
+        if (jm->limits.n_leftovers > 0)
+                job_limits_retry_leftovers(&jm->limits);
         (void) sd_event_source_set_time_relative(s, 2000000);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
