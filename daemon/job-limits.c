@@ -242,10 +242,10 @@ static void v2_enable(JobLimits *l, int parent_fd, const char *controller) {
                 return;
         if (has_file(parent_fd, "cgroup.type") &&
             (read_full_file_at(parent_fd, "cgroup.procs", &procs, NULL) < 0 || !procs || *procs)) {
-                if (!l->v2_note && asprintf(&l->v2_note, "cgroup v2: the %s controller cannot be enabled for job "
-                                            "cgroups: their parent cgroup holds processes of its own (rtd or its "
-                                            "workers), and cgroup v2 allows controllers only below a cgroup "
-                                            "without processes", controller) < 0)
+                if (!l->v2_note && !(l->v2_note = strdup("cgroup v2: no controller (pids, memory) can be enabled "
+                                                         "for job cgroups: their parent cgroup holds processes of "
+                                                         "its own (rtd or its workers), and cgroup v2 allows "
+                                                         "controllers only below a cgroup without processes")))
                         l->v2_note = NULL;
                 return;
         }
