@@ -178,6 +178,9 @@ static const char submit_usage[] =
         "  -C, --cwd DIR            working directory (default: the current one)\n"
         "  -e, --env KEY=VALUE      set a variable (repeatable)\n"
         "  -E, --no-env             do not send the current environment\n"
+        "      --max-output BYTES   cap each of stdout/stderr (K, M, G suffixes; non-admins: only lower)\n"
+        "      --max-tasks N        processes and threads the job may have at once (pids.max)\n"
+        "      --max-memory BYTES   memory the job may use (memory.max)\n"
         "  -w, --wait               wait for the end, print the job's output, exit with its code:\n"
         "                           its exit code, 128+N if killed by signal N, 124 timed out,\n"
         "                           125 cancelled, 123 lost\n"
@@ -203,6 +206,9 @@ int verb_submit(Ctl *c, int argc, char **argv) {
                 { "cwd", required_argument, NULL, 'C' },
                 { "env", required_argument, NULL, 'e' },
                 { "no-env", no_argument, NULL, 'E' },
+                { "max-output", required_argument, NULL, 'O' },
+                { "max-tasks", required_argument, NULL, 'T' },
+                { "max-memory", required_argument, NULL, 'M' },
                 { "wait", no_argument, NULL, 'w' },
                 { "quiet", no_argument, NULL, 'q' },
                 { "help", no_argument, NULL, 'h' },
@@ -235,6 +241,23 @@ int verb_submit(Ctl *c, int argc, char **argv) {
                         json_object_set_new(spec, o == 'c' ? "cores" : o == 'p' ? "priority" : "queue_priority",
                                             json_integer(v));
                         break;
+                case 'O':
+                case 'T':
+                case 'M': {
+                        const char *field = o == 'O' ? "max_output_bytes" : o == 'T' ? "max_tasks" : "max_memory_bytes";
+                        unsigned long long n = strtoull(optarg, &end, 10);
+                        const char *units = "KMGT", *u = *end ? strchr(units, *end) : NULL;
+                        if (!*optarg || *optarg == '-' || (*end && (!u || end[1])) || (o == 'T' && *end)) {
+                                fprintf(stderr, "rtctl submit: --%s needs a number%s, not '%s'\n",
+                                        o == 'O' ? "max-output" : o == 'T' ? "max-tasks" : "max-memory",
+                                        o == 'T' ? "" : " of bytes (K, M, G, T suffixes allowed)", optarg);
+                                return RTCTL_EXIT_USAGE;
+                        }
+                        for (const char *p = units; u && p <= u; p++)
+                                n *= 1024;
+                        json_object_set_new(spec, field, json_integer((json_int_t) n));
+                        break;
+                }
                 case 'L':
                         json_object_set_new(spec, "cpus", json_string(optarg));
                         break;

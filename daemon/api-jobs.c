@@ -91,6 +91,10 @@ static int submit(Request *req, Response *resp) {
                 return reply_problem(resp, 429, "Too many queued jobs", "%s", strempty(error));
         case -ENXIO:
                 return reply_problem(resp, 409, "No CPUs reserved", "%s", strempty(error));
+        case -EDQUOT:
+                return reply_problem(resp, 507, "Job store full", "%s", strempty(error));
+        case -EIO:
+                return reply_problem(resp, 503, "Job store failed", "%s", strempty(error));
         default:
                 return r;
         }

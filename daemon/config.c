@@ -83,6 +83,11 @@ RtdConfig *config_new(void) {
                 .keep_finished = 10000,
                 .aging_sec = 10,
                 .start_timeout_sec = 10,
+                .max_output_bytes = UINT64_C(1) << 30,
+                .max_tasks = 4096,
+                .max_memory = CONFIG_INFINITY,
+                .default_timeout_sec = 0,
+                .max_queue_priority = 0,
                 .max_priority = 80,
                 .max_cores_per_user = 0,
                 .max_queued_per_user = 1000,
@@ -331,6 +336,48 @@ static int parse_sec_usec(const char *v, void *ptr, const void *arg, const char 
         return 0;
 }
 
+/* A size or count: a number with an optional K, M, G or T (powers of 1024), or "infinity". */
+typedef struct SizeRange {
+        uint64_t min;
+        const char *allowed;
+} SizeRange;
+
+static int parse_size(const char *v, void *ptr, const void *arg, const char **allowed) {
+        const SizeRange *range = arg;
+        static const char units[] = "KMGT";
+        _cleanup_free_ char *num = strdup(v);
+        const char *u;
+        uint64_t n;
+        size_t l;
+
+        if (!num)
+                return -ENOMEM;
+        *allowed = range->allowed;
+        if (streq(v, "infinity")) {
+                *(uint64_t *) ptr = CONFIG_INFINITY;
+                return 0;
+        }
+        l = strlen(num);
+        u = l > 0 ? strchr(units, num[l - 1]) : NULL;
+        if (u && *u)
+                num[l - 1] = 0;
+        if (safe_atou64(num, &n) < 0)
+                return -EINVAL;
+        for (const char *p = units; u && *u && p <= u; p++) {
+                if (n > UINT64_MAX / 1024 / 2)
+                        return -EINVAL;
+                n *= 1024;
+        }
+        if (n < range->min || n == CONFIG_INFINITY)
+                return -EINVAL;
+        *(uint64_t *) ptr = n;
+        return 0;
+}
+
+static const SizeRange range_output = { 4096, "a size in bytes of at least 4096 (K, M, G, T suffixes) or infinity" };
+static const SizeRange range_tasks = { 1, "a number of tasks of at least 1, or infinity" };
+static const SizeRange range_memory = { 1024 * 1024, "a size in bytes of at least 1M (K, M, G, T suffixes) or "
+                                        "infinity" };
 static const UintRange range_interval = { 0, 86400, "a number of seconds from 0 (off) to 86400" };
 static const UintRange range_prio = { 1, 99, "a priority from 1 to 99" };
 static const UintRange range_grace = { 0, 3600, "a number of seconds from 0 to 3600" };
@@ -343,6 +390,8 @@ static const UintRange range_head = { 1024, 1024 * 1024, "a size in bytes from 1
 static const UintRange range_http_timeout = { 1, 3600, "a number of seconds from 1 to 3600" };
 static const UintRange range_start_timeout = { 1, 3600, "a number of seconds from 1 to 3600" };
 static const UintRange range_timeout = { 0, 365u * 86400, "a number of seconds, 0 for no cap" };
+static const UintRange range_default_timeout = { 0, 365u * 86400, "a number of seconds, 0 for none" };
+static const UintRange range_queue_prio = { 0, 1000, "a queue priority from 0 to 1000" };
 static const TuneRange range_rt_runtime = { -1, 1000000, "keep, -1 (no throttling) or microseconds 0..1000000" };
 static const TuneRange range_fair = { 0, 1000000, "keep or microseconds 0..1000000" };
 static const TuneRange range_bool = { 0, 1, "keep, 0 or 1" };
@@ -399,12 +448,17 @@ static const ConfItem items[] = {
         { "Jobs", "KeepFinished", parse_uint, F(keep_finished), &range_count0 },
         { "Jobs", "AgingSec", parse_uint, F(aging_sec), &range_interval },
         { "Jobs", "StartTimeoutSec", parse_uint, F(start_timeout_sec), &range_start_timeout },
+        { "Jobs", "MaxOutputBytes", parse_size, F(max_output_bytes), &range_output },
+        { "Jobs", "MaxTasks", parse_size, F(max_tasks), &range_tasks },
+        { "Jobs", "MaxMemory", parse_size, F(max_memory), &range_memory },
+        { "Jobs", "DefaultTimeoutSec", parse_uint, F(default_timeout_sec), &range_default_timeout },
         { "Access", "AdminGroup", parse_group_or_none, F(admin_group) },
         { "Access", "SubmitGroup", parse_group_or_none, F(submit_group) },
         { "Access", "MaxPriority", parse_uint, F(max_priority), &range_prio },
         { "Access", "MaxCoresPerUser", parse_uint, F(max_cores_per_user), &range_count0 },
         { "Access", "MaxQueuedPerUser", parse_uint, F(max_queued_per_user), &range_count },
         { "Access", "MaxTimeoutSec", parse_uint, F(max_timeout_sec), &range_timeout },
+        { "Access", "MaxQueuePriority", parse_uint, F(max_queue_priority), &range_queue_prio },
         {},
 };
 #undef F
@@ -621,12 +675,25 @@ int config_validate(const RtdConfig *c, FILE *err) {
                         c->starvation_boost_runtime_usec, c->starvation_boost_period_usec);
                 r = -EINVAL;
         }
+        if (c->max_timeout_sec > 0 && c->default_timeout_sec > c->max_timeout_sec) {
+                fprintf(err, "[Jobs] DefaultTimeoutSec=%u is above [Access] MaxTimeoutSec=%u: non-admins could "
+                             "not even submit a job without a timeout; lower DefaultTimeoutSec= or raise "
+                             "MaxTimeoutSec=\n", c->default_timeout_sec, c->max_timeout_sec);
+                r = -EINVAL;
+        }
         if (streq(c->state_directory, c->runtime_directory)) {
                 fprintf(err, "StateDirectory= and RuntimeDirectory= must differ (both are %s)\n",
                         c->state_directory);
                 r = -EINVAL;
         }
         return r;
+}
+
+static const char *size_str(uint64_t v, char buf[static 32]) {
+        if (v == CONFIG_INFINITY)
+                return "infinity";
+        snprintf(buf, 32, "%llu", (unsigned long long) v);
+        return buf;
 }
 
 static const char *tune_str(int64_t v, char buf[static 32]) {
@@ -638,7 +705,7 @@ static const char *tune_str(int64_t v, char buf[static 32]) {
 
 int config_dump(const RtdConfig *c, FILE *out) {
         _cleanup_free_ char *cpus = NULL;
-        char b1[32], b2[32], b3[32], b4[32];
+        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
 
         if (c->reserve_mode == RESERVE_LIST && cpuset_format(&c->reserve_cpus, &cpus) < 0)
                 return -ENOMEM;
@@ -671,13 +738,15 @@ int config_dump(const RtdConfig *c, FILE *out) {
         fprintf(out, "[Metrics]\nProgramStats=%s\n\n", c->program_stats ? "yes" : "no");
         fprintf(out,
                 "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"
-                "KeepFinished=%u\nAgingSec=%u\nStartTimeoutSec=%u\n\n",
+                "KeepFinished=%u\nAgingSec=%u\nStartTimeoutSec=%u\nMaxOutputBytes=%s\nMaxTasks=%s\nMaxMemory=%s\n"
+                "DefaultTimeoutSec=%u\n\n",
                 queue_policy_to_string(c->queue_policy), c->worker_priority, c->default_priority, c->kill_grace_sec,
-                c->max_queued, c->keep_finished, c->aging_sec, c->start_timeout_sec);
+                c->max_queued, c->keep_finished, c->aging_sec, c->start_timeout_sec, size_str(c->max_output_bytes, b5),
+                size_str(c->max_tasks, b6), size_str(c->max_memory, b7), c->default_timeout_sec);
         fprintf(out,
                 "[Access]\nAdminGroup=%s\nSubmitGroup=%s\nMaxPriority=%u\nMaxCoresPerUser=%u\nMaxQueuedPerUser=%u\n"
-                "MaxTimeoutSec=%u\n",
+                "MaxTimeoutSec=%u\nMaxQueuePriority=%u\n",
                 c->admin_group ?: "none", c->submit_group ?: "none", c->max_priority, c->max_cores_per_user,
-                c->max_queued_per_user, c->max_timeout_sec);
+                c->max_queued_per_user, c->max_timeout_sec, c->max_queue_priority);
         return 0;
 }

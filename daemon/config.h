@@ -31,6 +31,7 @@ typedef enum IrqMode { IRQ_HOUSEKEEPING, IRQ_KEEP, _IRQ_MODE_MAX, _IRQ_MODE_INVA
 typedef enum QueuePolicy { QUEUE_FCFS, QUEUE_PRIORITY, _QUEUE_POLICY_MAX, _QUEUE_POLICY_INVALID = -22 } QueuePolicy;
 
 #define TUNE_KEEP INT64_MIN     /* a [Tuning] knob left alone */
+#define CONFIG_INFINITY UINT64_MAX      /* a [Jobs] Max*= limit set to "infinity" */
 
 typedef struct RtdConfig {
         /* [Daemon] */
@@ -84,6 +85,10 @@ typedef struct RtdConfig {
         unsigned keep_finished;         /* finished jobs kept in the store */
         unsigned aging_sec;             /* priority policy: +1 queue priority per this many seconds waited */
         unsigned start_timeout_sec;     /* a job's child must exec within this, else the job fails */
+        uint64_t max_output_bytes;      /* per output file (RLIMIT_FSIZE); CONFIG_INFINITY = none */
+        uint64_t max_tasks;             /* pids.max of a job's cgroup; CONFIG_INFINITY = none */
+        uint64_t max_memory;            /* memory.max of a job's cgroup; CONFIG_INFINITY = none */
+        unsigned default_timeout_sec;   /* a job that asks for no timeout gets this; 0 = none */
 
         /* [Access] */
         char *admin_group;              /* NULL: only root is admin */
@@ -92,6 +97,7 @@ typedef struct RtdConfig {
         unsigned max_cores_per_user;
         unsigned max_queued_per_user;
         unsigned max_timeout_sec;       /* 0 = no cap */
+        unsigned max_queue_priority;    /* cap of non-admins' queue_priority */
 
         /* "file:line" where WorkerPriority=, DefaultPriority= and MaxPriority= were last set, or NULL. */
         char *origin_worker_priority, *origin_default_priority, *origin_max_priority;

@@ -83,6 +83,7 @@ const char *http_status_title(int status) {
         case 431: return "Request Header Fields Too Large";
         case 500: return "Internal Server Error";
         case 503: return "Service Unavailable";
+        case 507: return "Insufficient Storage";
         default: return "Error";
         }
 }

@@ -135,10 +135,17 @@ Job *job_queue_pick(JobManager *jm) {
         int64_t best_prio = INT64_MIN;
         uint64_t now;
 
-        if (cfg->queue_policy == QUEUE_FCFS || !jm->queue_head)
-                return jm->queue_head;
+        /* A job whose user holds MaxCoresPerUser= already is passed over; the others keep their order. */
+        if (cfg->queue_policy == QUEUE_FCFS) {
+                for (Job *j = jm->queue_head; j; j = j->next)
+                        if (job_user_has_room(jm, j))
+                                return j;
+                return NULL;
+        }
         now = now_usec(CLOCK_REALTIME);
         for (Job *j = jm->queue_head; j; j = j->next) {
+                if (!job_user_has_room(jm, j))
+                        continue;
                 int64_t p = job_effective_queue_priority(j, now, cfg->aging_sec);
                 if (p > best_prio) {
                         best = j;

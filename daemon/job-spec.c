@@ -2,6 +2,7 @@
 /* Job spec parsing: every field checked for type, range and size; unknown fields rejected by name. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -158,7 +159,33 @@ static int parse_cpus(json_t *v, JobSpec *s, char **rf, char **re) {
 
 static const char *const known_fields[] = {
         "argv", "env", "cwd", "name", "cores", "cpus", "policy", "priority", "timeout_s", "queue_priority",
+        "max_output_bytes", "max_tasks", "max_memory_bytes",
 };
+
+/* The per-job limits: positive integers (what is allowed depends on the config and who asks: job-limits.c). */
+static int parse_limits(json_t *j, JobSpec *s, char **rf, char **re) {
+        static const struct {
+                const char *field;
+                size_t offset;
+                json_int_t min;
+                const char *unit;
+        } limits[] = {
+                { "max_output_bytes", offsetof(JobSpec, max_output_bytes), 4096, "bytes" },
+                { "max_tasks", offsetof(JobSpec, max_tasks), 1, "tasks" },
+                { "max_memory_bytes", offsetof(JobSpec, max_memory_bytes), 1024 * 1024, "bytes" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(limits); i++) {
+                json_t *v = json_object_get(j, limits[i].field);
+                if (!v || json_is_null(v))
+                        continue;
+                if (!json_is_integer(v) || json_integer_value(v) < limits[i].min)
+                        return fail(rf, re, limits[i].field, "must be an integer number of %s, at least %"
+                                    JSON_INTEGER_FORMAT, limits[i].unit, limits[i].min);
+                *(uint64_t *) ((char *) s + limits[i].offset) = (uint64_t) json_integer_value(v);
+        }
+        return 0;
+}
 
 int job_spec_parse(json_t *j, JobSpec *ret, char **rf, char **re) {
         JobSpec s = { .cores = 1, .policy = JOB_POLICY_FIFO };
@@ -176,7 +203,8 @@ int job_spec_parse(json_t *j, JobSpec *ret, char **rf, char **re) {
                         known = known || streq(key, known_fields[i]);
                 if (!known)
                         return fail(rf, re, key, "unknown field \"%.64s\"; allowed: argv, env, cwd, name, cores, "
-                                    "cpus, policy, priority, timeout_s, queue_priority", key);
+                                    "cpus, policy, priority, timeout_s, queue_priority, max_output_bytes, "
+                                    "max_tasks, max_memory_bytes", key);
         }
 
         v = json_object_get(j, "argv");
@@ -286,6 +314,10 @@ int job_spec_parse(json_t *j, JobSpec *ret, char **rf, char **re) {
                 s.queue_priority = (int) json_integer_value(v);
         }
 
+        r = parse_limits(j, &s, rf, re);
+        if (r < 0)
+                goto fail;
+
         if (!s.env && !(s.env = calloc(1, sizeof(char *)))) {
                 r = -ENOMEM;
                 goto fail;
@@ -343,5 +375,11 @@ json_t *job_spec_to_json(const JobSpec *s, bool include_private) {
         if (s->timeout_s > 0)
                 json_object_set_new(j, "timeout_s", json_real(s->timeout_s));
         json_object_set_new(j, "queue_priority", json_integer(s->queue_priority));
+        if (s->max_output_bytes > 0)
+                json_object_set_new(j, "max_output_bytes", json_integer((json_int_t) s->max_output_bytes));
+        if (s->max_tasks > 0)
+                json_object_set_new(j, "max_tasks", json_integer((json_int_t) s->max_tasks));
+        if (s->max_memory_bytes > 0)
+                json_object_set_new(j, "max_memory_bytes", json_integer((json_int_t) s->max_memory_bytes));
         return j;
 }

@@ -40,6 +40,10 @@ typedef struct JobSpec {
         unsigned priority;      /* 0 = not given (the configured default applies); 1..99 */
         double timeout_s;       /* 0 = none */
         int queue_priority;     /* -1000..1000, default 0 */
+        /* Per-job limits, 0 = not given. Once submitted: the limits in force, 0 = none (see job-limits.c). */
+        uint64_t max_output_bytes;      /* per stdout/stderr file */
+        uint64_t max_tasks;             /* pids.max */
+        uint64_t max_memory_bytes;      /* memory.max */
 } JobSpec;
 
 void job_spec_done(JobSpec *s);

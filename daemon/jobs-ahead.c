@@ -95,6 +95,8 @@ void job_hand_ahead(JobManager *jm) {
         /* Under Policy=priority a later job may overtake: nothing is promised to a worker early. */
         while (jm->queue_head && jm->manager->config->queue_policy == QUEUE_FCFS) {
                 Job *j = job_queue_pick(jm);
+                if (!j)
+                        return;         /* every queued job's user holds MaxCoresPerUser= already */
                 int cpu = j->spec.cores == 1 && !j->spec.has_cpus ? ahead_cpu(jm, now) : -1;
                 CpuSet one;
 

@@ -7,12 +7,14 @@
 #include <systemd/sd-event.h>
 
 #include "job-cgroup.h"
+#include "job-limits.h"
 #include "jobs.h"
 #include "shared/macro.h"
 #include "worker.h"
 
 typedef struct Store Store;
 typedef struct StoreJob StoreJob;
+typedef struct PendingWrite PendingWrite;
 
 #define JOB_BUCKETS 16384
 #define SPARE_TARGET 64
@@ -50,6 +52,10 @@ typedef struct Job {
         bool have_rusage;
         json_t *metrics;
         bool adopted;                   /* running since before this rtd started */
+        bool admin;                     /* submitted by an admin: the per-user limits do not apply */
+        bool holds_cores;               /* counted in its user's UserCount.cores */
+        JobLimitHits hits;              /* what its cgroup limits did, once it ended */
+        unsigned output_capped;         /* 1: stdout, 2: stderr reached max_output_bytes */
 
         bool cancel_requested, timed_out, exec_failed;
         bool drop_requested;            /* waiting in a worker (job_is_ahead): asked for it back */
@@ -78,6 +84,7 @@ typedef struct WorkerSlot {
 typedef struct UserCount {
         uid_t uid;
         unsigned queued;
+        unsigned cores;                 /* CPUs its running, starting and handed-ahead jobs hold */
         struct UserCount *next;
 } UserCount;
 
@@ -92,6 +99,12 @@ struct JobManager {
         Store *store;
         int output_fd;
         JobCgroups cgroups;
+        JobLimits limits;
+        PendingWrite *pending_writes;   /* store writes that failed, tried again every second */
+        unsigned n_pending_writes;
+        uint64_t store_failures;
+        int store_last_error;
+        sd_event_source *store_retry_src;
         int own_cgroup_fd;              /* job cgroups' home without a reserved cgroup (rtd's own), or -1 */
         char *own_cgroup_path;
         int reserved_cgroup_fd;         /* the cgroup backend's reserved cgroup: workers and jobs live there */
@@ -139,7 +152,8 @@ void job_register(JobManager *jm, Job *j);
 Job *job_free_unregistered(Job *j);
 void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, ...) _printf_(4, 5);
 int job_place(JobManager *jm, const JobSpec *spec, CpuSet *ret);
-Job *job_queue_pick(JobManager *jm);
+Job *job_queue_pick(JobManager *jm);     /* NULL: no queued job's user has room ([Access] MaxCoresPerUser=) */
+bool job_user_has_room(JobManager *jm, const Job *j);
 int64_t job_effective_queue_priority(const Job *j, uint64_t now_realtime, unsigned aging_sec);
 void job_manager_dispatch(JobManager *jm);
 void job_manager_schedule(JobManager *jm);
@@ -179,6 +193,17 @@ int job_from_json(JobManager *jm, uint64_t id, const char *state, uid_t uid, uin
                   Job **ret);
 char *job_format_time(uint64_t realtime_usec);
 uint64_t job_parse_time(const char *s);
+
+/* jobs-limits.c */
+int job_limits_prepare(JobManager *jm, Job *j, int cgroup_fd, int join[static 2], WorkerRlimit rl[WORKER_RLIMITS]);
+void job_limits_note_end(JobManager *jm, Job *j, JobState state);
+json_t *job_limits_hits_json(const Job *j);
+
+/* jobs-store.c */
+int job_store_write(JobManager *jm, const StoreJob *sj, bool insert);
+json_t *job_store_pending_get(JobManager *jm, uint64_t id, uid_t *ret_uid);
+json_t *job_store_status_json(JobManager *jm);
+void job_store_done(JobManager *jm);
 
 /* jobs-recover.c */
 int job_manager_recover(JobManager *jm);

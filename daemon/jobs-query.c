@@ -37,9 +37,12 @@ int job_manager_get(JobManager *jm, uint64_t id, bool private, json_t **ret, uid
                         *ret_uid = j->uid;
                 return *ret ? 0 : -ENOMEM;
         }
-        r = store_get(jm->store, id, &data, NULL, &uid);
-        if (r < 0)
-                return r;
+        data = job_store_pending_get(jm, id, &uid);     /* its newest state, not stored yet */
+        if (!data) {
+                r = store_get(jm->store, id, &data, NULL, &uid);
+                if (r < 0)
+                        return r;
+        }
         job_json_for_api(data, private);
         *ret = data;
         if (ret_uid)
@@ -122,7 +125,11 @@ json_t *job_manager_to_json(JobManager *jm) {
                 for (int s = 0; s < _JOB_STATE_MAX; s++)
                         json_object_set_new(states, job_state_to_string(s), json_integer(c.by_state[s]));
                 json_object_set_new(o, "jobs", states);
-                json_object_set_new(o, "store", store_to_json(jm->store));
+                json_t *st = store_to_json(jm->store);
+                if (st)
+                        json_object_update_new(st, job_store_status_json(jm));
+                json_object_set_new(o, "store", st);
+                json_object_set_new(o, "limits", job_limits_to_json(&jm->limits, jm->manager->config));
         }
         return o;
 }

@@ -139,6 +139,28 @@ static UserCount *user_count(JobManager *jm, uid_t uid, bool create) {
         return u;
 }
 
+/* Count (or stop counting) the CPUs j holds against its user's [Access] MaxCoresPerUser=; idempotent. */
+static void job_hold_cores(JobManager *jm, Job *j, bool hold) {
+        UserCount *u;
+
+        if (j->holds_cores == hold || !(u = user_count(jm, j->uid, hold)))
+                return;
+        unsigned n = cpuset_count(&j->cpus);
+        u->cores = hold ? u->cores + n : u->cores > n ? u->cores - n : 0;
+        j->holds_cores = hold;
+}
+
+/* Whether j may start now as far as its user's other jobs go: they wait in the queue, never refused. */
+bool job_user_has_room(JobManager *jm, const Job *j) {
+        unsigned max = jm->manager->config->max_cores_per_user;
+        UserCount *u;
+
+        if (j->admin || max == 0)
+                return true;
+        u = user_count(jm, j->uid, false);
+        return (u ? u->cores : 0) + j->spec.cores <= max;
+}
+
 static Job *job_free(Job *j) {
         if (!j)
                 return NULL;
@@ -168,10 +190,7 @@ int job_persist(JobManager *jm, Job *j, bool insert) {
 
         if (!data)
                 return -ENOMEM;
-        r = insert ? store_insert(jm->store, &sj) : store_update(jm->store, &sj);
-        if (r < 0)
-                log_warning_errno(r, "Failed to write job %" PRIu64 " (%s) to the store, ignoring: %m", j->id,
-                                  sj.state);
+        r = job_store_write(jm, &sj, insert);
         return r;
 }
 
@@ -319,6 +338,7 @@ static void job_remove_unused_spares(Job *j) {
 
 /* Back to "queued", as if never handed out: no CPUs, no cgroup, no spares, no timers. */
 void job_unstart(Job *j) {
+        job_hold_cores(j->jm, j, false);
         j->state = JOB_QUEUED;
         j->drop_requested = false;
         cpuset_zero(&j->cpus);
@@ -361,6 +381,9 @@ void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, 
                 if (u && u->queued > 0)
                         u->queued--;
         }
+        if (j->pid > 0 || j->state == JOB_STARTING || j->state == JOB_RUNNING)
+                job_limits_note_end(jm, j, state);
+        job_hold_cores(jm, j, false);
         j->state = state;
         j->end_usec = now_usec(CLOCK_REALTIME);
         job_release_cpus(jm, j);
@@ -535,7 +558,16 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         _cleanup_strv_free_ char **env = NULL;
         _cleanup_close_ int cgroup_fd = -EBADF;
         char cgroup[64], spare_out[32], spare_err[32];
+        _cleanup_free_ char *why = NULL;
+        WorkerRlimit rl[WORKER_RLIMITS];
+        int join[2], n_join;
 
+        /* Queued for a while: the user may have lost the right to run it, or some of their groups. */
+        if (!fresh && job_limits_check_groups(jm->manager->config, j->uid, j->gid, j->groups, &j->n_groups,
+                                              &why) < 0) {
+                job_finish(jm, j, JOB_FAILED, "%s", why ?: "out of memory checking the user's groups");
+                return 0;
+        }
         if (!fresh) {
                 queue_remove(jm, j);
                 UserCount *u = user_count(jm, j->uid, false);
@@ -544,6 +576,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         }
         j->state = JOB_STARTING;
         j->cpus = *cpus;
+        job_hold_cores(jm, j, true);
         if (ahead)
                 slot_set_next(jm, first, j);
         else
@@ -576,6 +609,14 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 }
         }
 
+        /* pids.max and memory.max (in its v2 cgroup, or v1 cgroups its child joins) and its rlimits. */
+        n_join = job_limits_prepare(jm, j, cgroup_fd, join, rl);
+        if (n_join < 0) {
+                job_finish(jm, j, JOB_FAILED, "could not set the job's limits (pids.max, memory.max): %s",
+                           strerror(-n_join));
+                return 0;
+        }
+
         env = job_env(j);
         WorkerJob wj = {
                 .id = j->id,
@@ -591,6 +632,9 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 .stderr_fd = -EBADF,
                 .cwd = j->spec.cwd ?: "/",
                 .start_timeout_ms = jm->manager->config->start_timeout_sec * 1000,
+                .join_fds = join,
+                .n_join = (unsigned) n_join,
+                .rlimits = rl,
                 .argv = j->spec.argv,
                 .env = env,
         };
@@ -599,6 +643,8 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         /* The worker has its own copies now; what its child does not rename goes when the job ends. */
         safe_close(wj.stdout_fd);
         safe_close(wj.stderr_fd);
+        for (int i = 0; i < n_join; i++)
+                safe_close(join[i]);
         if (r < 0) {
                 job_finish(jm, j, JOB_FAILED, "could not hand the job to the worker on CPU %d: %s", first,
                            strerror(-r));
@@ -620,7 +666,7 @@ void job_manager_dispatch(JobManager *jm) {
         while (jm->queue_head) {
                 Job *j = job_queue_pick(jm);
                 CpuSet cpus;
-                if (job_place(jm, &j->spec, &cpus) < 0)
+                if (!j || job_place(jm, &j->spec, &cpus) < 0)
                         break;          /* strict order: the next job waits for room, nobody jumps it */
                 (void) job_start(jm, j, &cpus, false, false);
         }
@@ -676,8 +722,10 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
                               "for at most %u", spec->cores, n_reserved, n_reserved == 1 ? " is" : "s are",
                               strempty(list), n_reserved);
         if (!c->admin && cfg->max_cores_per_user > 0 && spec->cores > cfg->max_cores_per_user)
-                return refuse(rf, re, -EPERM, "cores", "%u cores requested; non-admins may use at most %u "
-                              "([Access] MaxCoresPerUser=)", spec->cores, cfg->max_cores_per_user);
+                return refuse(rf, re, -EPERM, "cores", "%u cores requested; a non-admin's jobs may hold at most %u "
+                              "together ([Access] MaxCoresPerUser=%u), so this one could never start; ask for at "
+                              "most %u", spec->cores, cfg->max_cores_per_user, cfg->max_cores_per_user,
+                              cfg->max_cores_per_user);
 
         prio = spec->policy == JOB_POLICY_OTHER ? 0 : spec->priority ?: cfg->default_priority;
         if (!c->admin && prio > cfg->max_priority) {
@@ -691,6 +739,9 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
                 return refuse(rf, re, -EPERM, "priority", "%u is not below the workers' priority ([Jobs] "
                               "WorkerPriority=%u), which must preempt every job; use 1-%u", prio,
                               cfg->worker_priority, cfg->worker_priority - 1);
+        r = job_limits_resolve(cfg, spec, c->admin, rf, re);
+        if (r < 0)
+                return r;
         if (!c->admin && cfg->max_timeout_sec > 0) {
                 if (spec->timeout_s > cfg->max_timeout_sec)
                         return refuse(rf, re, -EPERM, "timeout_s", "%g s is above the limit for non-admins "
@@ -725,6 +776,7 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
                 .accepted_mono = now_usec(CLOCK_MONOTONIC),
                 .exit_code = -1,
                 .pidfd = -EBADF,
+                .admin = c->admin,
         };
         if (c->n_groups > 0) {
                 j->groups = malloc(c->n_groups * sizeof(gid_t));
@@ -742,7 +794,8 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
          * Else stored as queued. */
         CpuSet cpus;
         uint64_t id = j->id;
-        bool now = !jm->queue_head && cpuset_is_empty(&jm->ahead_cpus) && job_place(jm, &j->spec, &cpus) >= 0;
+        bool now = !jm->queue_head && cpuset_is_empty(&jm->ahead_cpus) && job_user_has_room(jm, j) &&
+                   job_place(jm, &j->spec, &cpus) >= 0;
         if (now) {
                 job_table_add(jm, j);
                 job_publish(jm, j);     /* watchers see "queued" first, as for every job */
@@ -754,7 +807,11 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
                         job_table_remove(jm, j);
                 j->spec = (JobSpec){};  /* the caller still owns it */
                 job_free(j);
-                return r;
+                /* Nothing was queued: a job rtd could not store would be lost on a restart. */
+                return refuse(rf, re, r == -ENOSPC ? -EDQUOT : -EIO, "", "rtd could not store the job in %s/jobs.db "
+                              "(%s); nothing was queued. %s", cfg->state_directory, strerror(-r),
+                              r == -ENOSPC ? "An administrator must free space on that file system" :
+                                             "Try again later; an administrator can look at rtd's log");
         }
         *spec = (JobSpec){};
         *ret_id = id;           /* j may be gone already if the worker refused it */
@@ -833,6 +890,8 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
         JobManager *jm = userdata;
         if (jm->cgroups_dirty)
                 job_sweep_cgroups(jm);
+        if (jm->limits.n_leftovers > 0)
+                job_limits_retry_leftovers(&jm->limits);
         (void) sd_event_source_set_time_relative(s, 2000000);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -851,6 +910,7 @@ int job_manager_new(Manager *m, JobManager **ret) {
         jm->manager = m;
         jm->output_fd = -EBADF;
         jm->cgroups.dir_fd = -EBADF;
+        jm->limits = (JobLimits){ .v1_pids_fd = -EBADF, .v1_memory_fd = -EBADF };
         jm->own_cgroup_fd = -EBADF;
         jm->reserved_cgroup_fd = -EBADF;
         jm->worker_cb = job_worker_callbacks;
@@ -879,6 +939,7 @@ int job_manager_new(Manager *m, JobManager **ret) {
 
         snprintf(probe, sizeof probe, "rtd-%s-probe", store_instance_id(jm->store));
         job_cgroups_setup(m->proc_fd, probe, &jm->cgroups);
+        job_limits_setup(m->proc_fd, m->sys_fd, store_instance_id(jm->store), &jm->limits);
         if (jm->cgroups.reason)
                 log_info("Job cgroups: %s", jm->cgroups.reason);
         else
@@ -945,8 +1006,10 @@ JobManager *job_manager_free(JobManager *jm) {
         sd_event_source_disable_unref(jm->spare_src);
         close_spares(jm);
         sd_event_source_disable_unref(jm->sweep_src);
+        job_store_done(jm);
         store_free(jm->store);
         job_cgroups_done(&jm->cgroups);
+        job_limits_done(&jm->limits);
         safe_close(jm->own_cgroup_fd);
         free(jm->own_cgroup_path);
         safe_close(jm->reserved_cgroup_fd);
@@ -966,10 +1029,12 @@ void job_register(JobManager *jm, Job *j) {
                 UserCount *u = user_count(jm, j->uid, true);
                 if (u)
                         u->queued++;
-        } else
+        } else {
                 CPUSET_FOREACH(cpu, &j->cpus)
                         if (!jm->slots[cpu].job)        /* a job that only waited there never claims it */
                                 jm->slots[cpu].job = j;
+                job_hold_cores(jm, j, true);
+        }
 }
 
 void job_set_terminate(JobManager *jm, Job *j) {

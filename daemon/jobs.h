@@ -61,7 +61,8 @@ typedef struct JobCaller {
 /*
  * Validate spec against the reservation, the caller's limits and the queue; store and queue the job.
  * Takes the spec's contents on success. Errors: -EINVAL (400), -EPERM (403: above a non-admin limit),
- * -EUSERS (429: per-user queue limit), -ENOSPC (429: queue full), -ENXIO (409: no CPUs reserved), each
+ * -EUSERS (429: per-user queue limit), -ENOSPC (429: queue full), -ENXIO (409: no CPUs reserved), -EDQUOT
+ * (507: the store is out of space), -EIO (503: the store failed), each
  * with *ret_field and *ret_error; other negative errno = internal error.
  */
 int job_manager_submit(JobManager *j, JobSpec *spec, const JobCaller *c, uint64_t *ret_id, char **ret_field,

@@ -50,6 +50,8 @@ typedef struct Inbox {
 /* What a START's descriptors are for; -1 where none came. */
 typedef struct JobFds {
         int cgroup, out, err;
+        int join[WORKER_START_MAX_JOIN];        /* cgroup v1 directories to join */
+        unsigned n_join;
 } JobFds;
 
 /*
@@ -74,7 +76,8 @@ static bool inbox_job_fds(const Inbox *m, JobFds *ret) {
         unsigned i = 0;
 
         *ret = (JobFds){ -1, -1, -1 };
-        if (m->n_fds != !!(flags & WORKER_START_CGROUP) + 2u * !!(flags & WORKER_START_OUTPUT))
+        if (m->b.start.n_join > WORKER_START_MAX_JOIN ||
+            m->n_fds != !!(flags & WORKER_START_CGROUP) + 2u * !!(flags & WORKER_START_OUTPUT) + m->b.start.n_join)
                 return false;
         if (flags & WORKER_START_CGROUP)
                 ret->cgroup = m->fds[i++];
@@ -82,6 +85,8 @@ static bool inbox_job_fds(const Inbox *m, JobFds *ret) {
                 ret->out = m->fds[i++];
                 ret->err = m->fds[i++];
         }
+        while (ret->n_join < m->b.start.n_join)
+                ret->join[ret->n_join++] = m->fds[i++];
         return true;
 }
 
@@ -281,6 +286,30 @@ static _Noreturn void child_run(const ChildArgs *a) {
                         child_fail(id, "cgroup", -r);
         }
 
+        /* Its cgroups in the v1 hierarchies (pids, memory) too, before anything could fork (job-limits.c). */
+        for (unsigned i = 0; i < a->fds.n_join; i++) {
+                int r = write_str_at(a->fds.join[i], "cgroup.procs", "0");
+                if (r < 0)
+                        child_fail(id, "cgroup v1", -r);
+        }
+        /* A login's rlimits instead of rtd's (set while still root: hard limits may go up as well as down). */
+        if (st->flags & WORKER_START_RLIMITS)
+                for (int i = 0; i < WORKER_RLIMITS; i++) {
+                        WorkerRlimit want = st->rlimits[i], old;
+                        fd = rsys(SYS_prlimit64, 0, i, &want, NULL);
+                        /* Without CAP_SYS_RESOURCE (a confined rtd) a hard limit cannot go up: keep ours. */
+                        if (fd == -EPERM && rsys(SYS_prlimit64, 0, i, NULL, &old) == 0 && want.max > old.max) {
+                                want.max = old.max;
+                                want.cur = want.cur < old.max ? want.cur : old.max;
+                                fd = rsys(SYS_prlimit64, 0, i, &want, NULL);
+                        }
+                        if (fd < 0)
+                                child_fail(id, "setrlimit", (int) -fd);
+                }
+        /* Past RLIMIT_FSIZE (the output cap) a write fails with EFBIG instead of killing the job. */
+        struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } ign = { SIG_IGN, 0, NULL, 0 };
+        (void) rsys(SYS_rt_sigaction, SIGXFSZ, &ign, NULL, sizeof ign.mask);
+
         cpuset_to_cpu_set(&st->cpus, &mask);
         if (!CPU_EQUAL(&mask, &worker_mask) && (fd = rsys(SYS_sched_setaffinity, 0, sizeof mask, &mask)) < 0)
                 child_fail(id, "sched_setaffinity", (int) -fd);
@@ -431,12 +460,12 @@ static pid_t spawn_job(const Inbox *m, ChildArgs *a) {
         Area *area = area_get();
         if (area) {
                 /* The top of the area: ChildArgs, then the START; the stack grows down below them. */
-                char *top = area->base + AREA_SIZE - ((m->size + 63) & ~(size_t) 63) - 64;
+                char *top = area->base + AREA_SIZE - ((m->size + 63) & ~(size_t) 63) - 128;
                 ChildArgs *ca_copy = (ChildArgs *) (void *) top;
-                char *msg = top + 64;
+                char *msg = top + 128;
                 CloneArgs va = ca;
 
-                _Static_assert(sizeof(ChildArgs) <= 64, "ChildArgs must fit its slot");
+                _Static_assert(sizeof(ChildArgs) <= 128, "ChildArgs must fit its slot");
                 memcpy(msg, m->b.raw, m->size);
                 *ca_copy = *a;
                 ca_copy->st = (const WorkerStart *) (void *) msg;
@@ -520,6 +549,8 @@ static void start_job(Inbox *m) {
                 close(ca.fds.out);
         if (ca.fds.err >= 0)
                 close(ca.fds.err);
+        for (unsigned i = 0; i < ca.fds.n_join; i++)
+                close(ca.fds.join[i]);
         m->n_fds = 0;
         job_cgroup = ca.fds.cgroup;
         job_pid = pid;

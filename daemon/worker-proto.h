@@ -38,7 +38,15 @@ typedef struct WorkerMsg {
  */
 #define WORKER_START_CGROUP 0x1
 #define WORKER_START_OUTPUT 0x2
-#define WORKER_START_MAX_FDS 3
+#define WORKER_START_RLIMITS 0x4       /* rlimits[] is set: the child applies them all before exec */
+/* Then n_join cgroup directories the child joins before anything else (cgroup v1 hierarchies: pids, memory). */
+#define WORKER_START_MAX_JOIN 4
+#define WORKER_START_MAX_FDS (3 + WORKER_START_MAX_JOIN)
+
+typedef struct WorkerRlimit {
+        uint64_t cur, max;
+} WorkerRlimit;
+#define WORKER_RLIMITS 16               /* RLIMIT_CPU .. RLIMIT_RTTIME */
 
 typedef struct WorkerStart {
         WorkerMsg hdr;
@@ -50,6 +58,9 @@ typedef struct WorkerStart {
         uint32_t n_argv, n_env;
         uint32_t strings_size;
         uint32_t start_timeout_ms;      /* the child must exec within this, else it is killed; 0: no limit */
+        uint32_t n_join;                /* cgroup directories passed after the output files, to join */
+        uint32_t pad2;
+        WorkerRlimit rlimits[WORKER_RLIMITS];   /* WORKER_START_RLIMITS */
         CpuSet cpus;
         char spare_stdout[32];          /* WORKER_START_OUTPUT: the names of the files passed */
         char spare_stderr[32];

@@ -284,13 +284,15 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
         WorkerStart st = {
                 .hdr = { .type = WMSG_START, .job_id = j->id },
                 .flags = (j->cgroup_fd >= 0 ? WORKER_START_CGROUP : 0) |
-                         (j->stdout_fd >= 0 && j->stderr_fd >= 0 ? WORKER_START_OUTPUT : 0),
+                         (j->stdout_fd >= 0 && j->stderr_fd >= 0 ? WORKER_START_OUTPUT : 0) |
+                         (j->rlimits ? WORKER_START_RLIMITS : 0),
                 .policy = j->policy,
                 .priority = j->priority,
                 .uid = j->uid,
                 .gid = j->gid,
                 .n_groups = (uint32_t) j->n_groups,
                 .start_timeout_ms = j->start_timeout_ms,
+                .n_join = j->n_join,
                 .cpus = *j->cpus,
         };
         struct iovec iov[64 + 2];
@@ -302,6 +304,10 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
 
         if (!w->ready || w->fd < 0)
                 return -ENOTCONN;
+        if (j->n_join > WORKER_START_MAX_JOIN)
+                return -E2BIG;
+        if (j->rlimits)
+                memcpy(st.rlimits, j->rlimits, sizeof st.rlimits);
         for (char *const *p = j->argv; *p; p++)
                 n_strings++, st.n_argv++;
         for (char *const *p = j->env; p && *p; p++)
@@ -354,6 +360,8 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
                 fds[n_fds++] = j->stdout_fd;
                 fds[n_fds++] = j->stderr_fd;
         }
+        for (unsigned i = 0; i < j->n_join; i++)
+                fds[n_fds++] = j->join_fds[i];
         struct msghdr mh = { .msg_iov = v, .msg_iovlen = n_iov };
         if (n_fds > 0) {
                 mh.msg_control = &control;

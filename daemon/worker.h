@@ -62,6 +62,9 @@ typedef struct WorkerJob {
         const char *spare_stderr;
         const char *cwd;
         unsigned start_timeout_ms;      /* the child must exec within this, else it is killed; 0: no limit */
+        const int *join_fds;            /* cgroup v1 directories the child joins first */
+        unsigned n_join;
+        const WorkerRlimit *rlimits;    /* WORKER_RLIMITS entries the child sets, or NULL: rtd's own stay */
         char *const *argv;
         char *const *env;
 } WorkerJob;

@@ -351,6 +351,73 @@ static void test_shipped_config_is_defaults(void **state) {
         config_free(d);
 }
 
+/* Issue 11, points 4 and 6: the job limits' keys, their sizes and what is refused. */
+static void test_job_limits(void **state) {
+        RtdConfig *c = config_new();
+        char *msg, *buf = NULL;
+        size_t size = 0;
+        FILE *err;
+        int r;
+
+        assert_true(c->max_output_bytes == UINT64_C(1) << 30);
+        assert_true(c->max_tasks == 4096);
+        assert_true(c->max_memory == CONFIG_INFINITY);
+        assert_int_equal(c->default_timeout_sec, 0);
+        assert_int_equal(c->max_queue_priority, 0);
+        msg = parse(c, "[Jobs]\nMaxOutputBytes=64K\nMaxTasks=infinity\nMaxMemory=2G\nDefaultTimeoutSec=30\n"
+                       "[Access]\nMaxQueuePriority=5\n", &r, NULL);
+        assert_int_equal(r, 0);
+        assert_true(!msg || !*msg);
+        free(msg);
+        assert_true(c->max_output_bytes == 65536);
+        assert_true(c->max_tasks == CONFIG_INFINITY);
+        assert_true(c->max_memory == UINT64_C(2) << 30);
+        assert_int_equal(c->default_timeout_sec, 30);
+        assert_int_equal(c->max_queue_priority, 5);
+
+        static const struct {
+                const char *text, *key;
+        } bad[] = {
+                { "[Jobs]\nMaxOutputBytes=0\n", "MaxOutputBytes=" },
+                { "[Jobs]\nMaxOutputBytes=100\n", "MaxOutputBytes=" },
+                { "[Jobs]\nMaxOutputBytes=12X\n", "MaxOutputBytes=" },
+                { "[Jobs]\nMaxOutputBytes=-1\n", "MaxOutputBytes=" },
+                { "[Jobs]\nMaxOutputBytes=99999999999999T\n", "MaxOutputBytes=" },
+                { "[Jobs]\nMaxTasks=0\n", "MaxTasks=" },
+                { "[Jobs]\nMaxMemory=1K\n", "MaxMemory=" },
+                { "[Jobs]\nMaxMemory=\n", "MaxMemory=" },
+                { "[Jobs]\nDefaultTimeoutSec=-5\n", "DefaultTimeoutSec=" },
+                { "[Access]\nMaxQueuePriority=1001\n", "MaxQueuePriority=" },
+                { "[Access]\nMaxQueuePriority=-1\n", "MaxQueuePriority=" },
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                RtdConfig *d = config_new();
+                msg = parse(d, bad[i].text, &r, NULL);
+                assert_int_equal(r, -EINVAL);
+                assert_non_null(strstr(msg, "test.conf:2:"));
+                assert_non_null(strstr(msg, bad[i].key));
+                assert_non_null(strstr(msg, "expected"));
+                free(msg);
+                /* Nothing changed on a refusal: the default stays. */
+                assert_true(d->max_output_bytes == UINT64_C(1) << 30);
+                assert_true(d->max_tasks == 4096);
+                config_free(d);
+        }
+
+        /* A default timeout above the non-admins' cap is refused, naming both keys and the fix. */
+        msg = parse(c, "[Access]\nMaxTimeoutSec=10\n", &r, NULL);
+        free(msg);
+        assert_int_equal(r, 0);
+        err = open_memstream(&buf, &size);
+        assert_int_equal(config_validate(c, err), -EINVAL);
+        fclose(err);
+        assert_non_null(strstr(buf, "DefaultTimeoutSec=30"));
+        assert_non_null(strstr(buf, "MaxTimeoutSec=10"));
+        assert_non_null(strstr(buf, "lower DefaultTimeoutSec="));
+        free(buf);
+        config_free(c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
@@ -364,6 +431,7 @@ int main(void) {
                 cmocka_unit_test(test_shipped_config_is_defaults),
                 cmocka_unit_test(test_priority_below_worker),
                 cmocka_unit_test(test_starvation_guard_keys),
+                cmocka_unit_test(test_job_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -145,6 +145,38 @@ static void test_aging(void **state) {
         assert_int_equal(job_effective_queue_priority(&j, now, 1), 2);
 }
 
+/* [Access] MaxCoresPerUser= counts a user's held cores: their queued jobs are passed over, others keep order. */
+static void test_user_core_limit_skips(void **state) {
+        T *t = *state;
+        UserCount busy = { .uid = 1000, .cores = 1 };
+        Job a1 = { .jm = &t->jm, .uid = 1000, .spec = { .cores = 1 } }, b1 = { .jm = &t->jm, .uid = 1001,
+                   .spec = { .cores = 1 } }, a2 = { .jm = &t->jm, .uid = 1000, .spec = { .cores = 1 } };
+
+        t->m.config->max_cores_per_user = 1;
+        t->jm.users = &busy;
+        a1.next = &b1;
+        b1.prev = &a1;
+        b1.next = &a2;
+        a2.prev = &b1;
+        t->jm.queue_head = &a1;
+        t->jm.queue_tail = &a2;
+        assert_ptr_equal(job_queue_pick(&t->jm), &b1);          /* fcfs: user 1000 is at its limit */
+        t->m.config->queue_policy = QUEUE_PRIORITY;
+        a2.spec.queue_priority = 10;
+        assert_ptr_equal(job_queue_pick(&t->jm), &b1);
+        b1.uid = 1000;
+        assert_null(job_queue_pick(&t->jm));                    /* nobody has room */
+        a1.admin = true;                                        /* admins are not limited */
+        assert_ptr_equal(job_queue_pick(&t->jm), &a1);
+        busy.cores = 0;
+        assert_ptr_equal(job_queue_pick(&t->jm), &a2);          /* room again: highest priority */
+        t->m.config->queue_policy = QUEUE_FCFS;
+        assert_ptr_equal(job_queue_pick(&t->jm), &a1);
+        t->m.config->max_cores_per_user = 0;
+        t->jm.users = NULL;
+        t->jm.queue_head = t->jm.queue_tail = NULL;
+}
+
 static void test_cgroup_discovery_parsing(void **state) {
         _cleanup_free_ char *mnt = NULL, *root = NULL, *path = NULL;
         /* A hybrid host: v1 controllers plus the unified hierarchy at /sys/fs/cgroup/unified. */
@@ -172,6 +204,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_smt_exclusive, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_smt_shared_prefers_whole_cores, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_aging, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_user_core_limit_skips, setup, teardown),
                 cmocka_unit_test(test_cgroup_discovery_parsing),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

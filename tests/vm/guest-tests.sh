@@ -218,6 +218,61 @@ check_workers() {
                 'all_idle "$w" && same "$cpus" "$rs"'
 }
 
+# check_limits LABEL (issue 11, points 4 and 6), as unprivileged members of the submit group: the rlimits a
+# job sees (RTPRIO = its priority), the output cap, pids.max in the job's cgroup v2 directory (a fork bomb
+# bounded), memory.max where rtd could enable it, and [Access] MaxCoresPerUser=1 (a user's second job waits
+# while another user's job runs).
+ujob() {        # ujob USER RTCTL-SUBMIT-ARGS...: submit as USER, print the id
+        setpriv --reuid="$1" --regid="$(id -g "$1")" --init-groups -- timeout 120 "$RTCTL_BIN" submit -E \
+                -e PATH=/usr/bin:/bin "${@:2}"
+}
+jstate() { rtctl --json show "$1" 2>/dev/null | jq -r "$2" 2>/dev/null; }
+wait_end() {    # wait_end ID: until it is final (generous: emulated)
+        local i s
+        for i in $(seq 120); do
+                s=$(jstate "$1" .state)
+                case "$s" in succeeded|failed|cancelled|timed_out|lost) return 0 ;; esac
+                sleep 1
+        done
+        return 1
+}
+check_limits() {
+        local n=$1 u1=rtdlim-vm1 u2=rtdlim-vm2 id out a1 a2 b1 lim
+        for u in $u1 $u2; do userdel $u >/dev/null 2>&1; useradd -M -s /bin/sh -G rtd $u; done
+        id=$(ujob $u1 -p 7 --max-output 64K -- /bin/bash -c 'echo "r $(ulimit -r) n $(ulimit -n) Hn $(ulimit -Hn) f $(ulimit -f)"; head -c 100000 /dev/zero >/dev/null; head -c 100000 /dev/zero; echo "head=$?" >&2')
+        wait_end "$id"; out=$(rtctl logs "$id" 2>/dev/null | head -1); lim=$(jstate "$id" '.limits_hit.output_capped | join(",")')
+        check "$n limits: a job gets a login's rlimits, RTPRIO = its priority, FSIZE = its output cap" "$out" \
+                '[ "$out" = "r 7 n 1024 Hn 4096 f 64" ]'
+        check "$n limits: output capped at 64 KiB, recorded" "capped: $lim, stderr: $(rtctl logs --stderr "$id" 2>&1 | tr '\n' ' ')" \
+                '[ "$lim" = stdout ] && rtctl logs --stderr "$id" 2>&1 | grep -q "File too large"'
+        lim=$(status_json | jq -r .jobs.limits.tasks)
+        if [[ $lim == "not enforced"* ]]; then
+                skip "$n limits: pids.max ($lim; $(status_json | jq -r '.jobs.limits.note // empty'))"
+        else
+        id=$(ujob $u1 --max-tasks 20 -- /bin/sh -c 'd=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup); i=0; while [ $i -lt 60 ]; do sleep 8 & i=$((i+1)); done 2>/dev/null; read c <$d/pids.current; read m <$d/pids.max; echo "tasks $c max $m"; wait')
+        wait_end "$id"; out=$(rtctl logs "$id" 2>/dev/null | head -1); lim=$(jstate "$id" .limits_hit.tasks_refused)
+        check "$n limits: pids.max in the job's cgroup v2 bounds a fork bomb" "$out, refused $lim" \
+                '[ "$out" = "tasks 20 max 20" ] && [ "${lim:-0}" -gt 0 ]'
+        fi
+        lim=$(status_json | jq -r .jobs.limits.memory)
+        if [[ $lim == "not enforced"* ]]; then
+                skip "$n limits: memory.max ($lim; $(status_json | jq -r '.jobs.limits.note // empty'))"
+        else
+                id=$(ujob $u1 --max-memory 32M -- /bin/dd if=/dev/zero of=/dev/null bs=200M count=1)
+                wait_end "$id"
+                check "$n limits: memory.max kills a memory hog, reported" "$(jstate "$id" .reason)" \
+                        '[ "$(jstate "$id" .limits_hit.oom_kills)" -gt 0 ]'
+        fi
+        a1=$(ujob $u1 -- /bin/sleep 60); a2=$(ujob $u1 -- /bin/true); b1=$(ujob $u2 -- /bin/true)
+        wait_end "$b1"
+        check "$n limits: MaxCoresPerUser=1: the user's 2nd job waits, another user's job runs meanwhile" \
+                "a1 $(jstate "$a1" .state), a2 $(jstate "$a2" .state), b1 $(jstate "$b1" .state)" \
+                '[ "$(jstate "$a1" .state)" = running ] && [ "$(jstate "$a2" .state)" = queued ] && [ "$(jstate "$b1" .state)" = succeeded ]'
+        rtctl cancel "$a1" >/dev/null 2>&1; wait_end "$a2"
+        check "$n limits: then it runs" "a2 $(jstate "$a2" .state)" '[ "$(jstate "$a2" .state)" = succeeded ]'
+        for u in $u1 $u2; do userdel $u >/dev/null 2>&1; done
+}
+
 # ------------------------------------------------------------------------------------------------
 sec "rtd, Backend=systemd"
 CONF_COMMON='[Daemon]
@@ -229,7 +284,9 @@ SMT=exclusive
 CheckIntervalSec=5'
 check_clean "before rtd starts"
 if start_rtd systemd unit "$CONF_COMMON
-Backend=systemd"; then
+Backend=systemd
+[Access]
+MaxCoresPerUser=1"; then
         pass "systemd: rtd starts as $RTD_UNIT and answers rtctl status"
         sec "topology"
         topo=$(rtctl topology --json 2>&1)
@@ -260,6 +317,8 @@ Backend=systemd"; then
         sec "job (systemd)"
         run_job -- /bin/sh -c "$JOB_PROBE"
         check_job systemd 4-7
+        sec "limits (systemd)"
+        check_limits systemd
 
         sec "release (systemd)"
         out=$(rtctl release 2>&1); rc=$?; echo "$out"

@@ -1,0 +1,381 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Job limits (issue 11, points 4 and 6), tried as an unprivileged member of the submit group: the output cap
+(the job sees EFBIG, rtd records it, the file stays within the cap), pids.max and memory.max (cgroup v1 on a
+hybrid host, v2 where the job's cgroup has the controllers), the login-like rlimits a job sees, a full state
+directory (the store write fails and is surfaced, nothing is lost), MaxCoresPerUser= (further jobs wait),
+MaxQueuePriority=, and a user removed from the submit group while their job waited. rtd reserves CPU 1 in a
+private PID namespace. Needs root and 2 CPUs; holds /tmp/rtd-knobs.lock while it runs."""
+import json
+import os
+import pwd
+import re
+import socket
+import subprocess
+import tempfile
+import time
+import http.client
+
+from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run, run_tests, test
+
+CPU = 1
+GROUP = "rtdlimgrp"
+BASE_CONF = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n[Jobs]\nKillGraceSec=1\n"
+             f"[Access]\nSubmitGroup={GROUP}\n")
+FINAL = ("succeeded", "failed", "cancelled", "timed_out", "lost")
+ENV = {"PATH": "/usr/bin:/bin"}
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path, timeout=30):
+        super().__init__("rtd", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def api(rtd, method, path, body=None):
+    """As root (an admin)."""
+    c = UnixHTTP(rtd.socket)
+    try:
+        c.request(method, path, body=None if body is None else json.dumps(body),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        return r.status, (json.loads(data) if data[:1] in (b"{", b"[") else data)
+    finally:
+        c.close()
+
+
+def uapi(rtd, u, method, path, body=None):
+    """As the unprivileged user u (curl under setpriv): (status, parsed body)."""
+    gid = pwd.getpwuid(u.uid).pw_gid
+    cmd = ["setpriv", f"--reuid={u.uid}", f"--regid={gid}", "--init-groups", "--", "curl", "-s", "-w",
+           "\n%{http_code}", "--unix-socket", rtd.socket, "-X", method, "http://rtd" + path]
+    if body is not None:
+        cmd += ["-H", "Content-Type: application/json", "--data-binary", json.dumps(body)]
+    p = run(cmd)
+    text, _, code = p.stdout.rpartition("\n")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = text
+    return int(code or 0), data
+
+
+def usubmit(rtd, u, spec, expect=201):
+    spec.setdefault("env", ENV)
+    st, j = uapi(rtd, u, "POST", "/v1/jobs", spec)
+    assert st == expect, f"POST {spec} as {u.name} → {st} {j}"
+    return j
+
+
+def job(rtd, jid):
+    st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
+    assert st == 200, (st, j)
+    return j
+
+
+def wait_state(rtd, jid, states, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        j = job(rtd, jid)
+        if j["state"] in states:
+            return j
+        time.sleep(0.02)
+    raise AssertionError(f"job {jid} not in {states} within {timeout}s: {job(rtd, jid)}")
+
+
+def wait_final(rtd, jid, timeout=30):
+    return wait_state(rtd, jid, FINAL, timeout)
+
+
+def output(rtd, jid, stream="stdout"):
+    st, data = api(rtd, "GET", f"/v1/jobs/{jid}/output?stream={stream}")
+    assert st == 200, (st, data)
+    return data.decode() if isinstance(data, bytes) else json.dumps(data)
+
+
+def n_jobs(rtd):
+    st, j = api(rtd, "GET", "/v1/jobs?limit=1000")
+    assert st == 200, j
+    return len(j["jobs"])
+
+
+def assert_refusal(st, body, status, *words):
+    assert st == status, (st, body)
+    text = json.dumps(body)
+    for w in words:
+        assert w in text, f"{w!r} not in refusal {text}"
+
+
+class JobRtd:
+    def __init__(self, conf="", state_tmpfs=None):
+        self.conf = conf
+        self.state_tmpfs = state_tmpfs
+
+    def __enter__(self):
+        need_root()
+        if os.cpu_count() < 2:
+            raise Skip("needs 2 CPUs: CPU 0 for housekeeping, CPU 1 reserved")
+        subprocess.run(["groupadd", "-f", GROUP], check=True)
+        self.knobs = Knobs()
+        self.rtd = Rtd(reserve=str(CPU), conf=BASE_CONF + self.conf, name="limits")
+        self.mounted = None
+        try:
+            if self.state_tmpfs:
+                self.mounted = os.path.join(self.rtd.dir, "state")
+                os.makedirs(self.mounted)
+                subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.state_tmpfs},mode=0755", "rtdlim",
+                                self.mounted], check=True)
+            self.rtd.start()
+            end = time.time() + 10
+            while time.time() < end:
+                st, s = api(self.rtd, "GET", "/v1/status")
+                ws = (s.get("jobs") or {}).get("workers", []) if st == 200 else []
+                if ws and all(w["state"] in ("idle", "busy") for w in ws):
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError(f"no worker became ready: {s}")
+        except BaseException:
+            self.cleanup()
+            raise
+        return self.rtd
+
+    def cleanup(self):
+        try:
+            self.rtd.stop()
+        finally:
+            if self.mounted:
+                subprocess.run(["umount", "-l", self.mounted], capture_output=True)
+            self.rtd.cleanup()
+
+    def __exit__(self, *exc):
+        self.cleanup()
+        diff = self.knobs.diff()
+        if diff:
+            self.knobs.restore()
+            if not exc[0]:
+                raise AssertionError(f"rtd left global knobs changed: {diff}")
+
+
+def status_limits(rtd):
+    st, s = api(rtd, "GET", "/v1/status")
+    assert st == 200, s
+    return s["jobs"]["limits"]
+
+
+@test
+def output_cap():
+    with TestUser("rtdlim-u1", groups=[GROUP]) as u, JobRtd("[Jobs]\nMaxOutputBytes=64K\n") as rtd:
+        # 200 KB to stdout: the write past 64 KiB fails (EFBIG) and the job goes on to say so on stderr.
+        j = usubmit(rtd, u, {"argv": ["/bin/sh", "-c", "head -c 200000 /dev/zero; echo head=$? >&2; echo done >&2"]})
+        j = wait_final(rtd, j["id"])
+        size = os.path.getsize(os.path.join(rtd.dir, "state/output", f"{j['id']}.stdout"))
+        err = output(rtd, j["id"], "stderr")
+        assert size == 65536, size
+        assert "File too large" in err and "head=1" in err and "done" in err, err
+        assert j["limits_hit"]["output_capped"] == ["stdout"], j
+        assert j["spec"]["max_output_bytes"] == 65536, j["spec"]
+        # rtctl show says so too.
+        p = rtd.ctl("show", str(j["id"]))
+        assert p.returncode == 0 and "output_capped" in p.stdout and "stdout" in p.stdout, p.stdout
+        # The job cannot lift the cap: the hard limit is the cap as well.
+        j2 = usubmit(rtd, u, {"argv": ["/bin/sh", "-c", "ulimit -f unlimited; echo rc=$?; head -c 100000 /dev/zero "
+                                       ">/dev/null; ulimit -f"]})
+        j2 = wait_final(rtd, j2["id"])
+        out2 = output(rtd, j2["id"])
+        assert "rc=2" in out2 or "rc=1" in out2, out2
+        assert out2.strip().endswith("128"), out2       # 64 KiB in 512-byte blocks (dash)
+        # A non-admin may lower it, not raise it; a refusal changes nothing.
+        before = n_jobs(rtd)
+        st, body = uapi(rtd, u, "POST", "/v1/jobs", {"argv": ["/bin/true"], "max_output_bytes": 1 << 20, "env": ENV})
+        assert_refusal(st, body, 403, "max_output_bytes", "MaxOutputBytes=65536", "at most 65536")
+        assert n_jobs(rtd) == before
+        j3 = usubmit(rtd, u, {"argv": ["/bin/sh", "-c", "head -c 20000 /dev/zero"], "max_output_bytes": 8192})
+        j3 = wait_final(rtd, j3["id"])
+        assert os.path.getsize(os.path.join(rtd.dir, "state/output", f"{j3['id']}.stdout")) == 8192
+        assert j3["limits_hit"]["output_capped"] == ["stdout"], j3
+        # Under the cap: not reported.
+        j4 = wait_final(rtd, usubmit(rtd, u, {"argv": ["/bin/echo", "small"]})["id"])
+        assert j4["state"] == "succeeded" and j4["limits_hit"]["output_capped"] == [], j4
+        print(f"  200000 bytes to stdout kept {size}; stderr: {err.strip()!r}", flush=True)
+
+
+@test
+def login_like_rlimits():
+    with TestUser("rtdlim-u2", groups=[GROUP]) as u, JobRtd("[Jobs]\nMaxOutputBytes=1G\n") as rtd:
+        # The worker (and rtd) have their starter's limits (a service's LimitNOFILE= and the like): the job
+        # must get a login's instead.
+        worker = [k for k in open(f"/proc/{rtd.pid}/task/{rtd.pid}/children").read().split()
+                  if open(f"/proc/{k}/comm").read().strip() == "rtd-worker"][0]
+        wl = {l[:26].strip(): l[26:].split() for l in open(f"/proc/{worker}/limits").read().splitlines()[1:]}
+        assert wl["Max open files"][:2] != ["1024", "4096"], wl["Max open files"]
+        # RLIMIT_RTPRIO may rise above rtd's own only with CAP_SYS_RESOURCE (a confined root lacks it: the
+        # job then keeps rtd's hard limit, never more).
+        cap_resource = int(open("/proc/self/status").read().split("CapEff:")[1].split()[0], 16) & (1 << 24)
+        rt_hard = wl["Max realtime priority"][1]
+        want_r = "7" if cap_resource or rt_hard == "unlimited" or int(rt_hard) >= 7 else rt_hard
+        j = usubmit(rtd, u, {"argv": ["/bin/bash", "-c", "ulimit -a; echo Hn=$(ulimit -Hn) Hr=$(ulimit -Hr) "
+                                      "Hf=$(ulimit -Hf); chrt -f -p 31 $$ && echo raised; chrt -f -p 5 $$ && "
+                                      "echo lowered"], "priority": 7})
+        j = wait_final(rtd, j["id"])
+        out = output(rtd, j["id"])
+        lim = {}
+        for line in out.splitlines():
+            m = re.search(r"-(\w)\)\s+(\S+)$", line)
+            if m:
+                lim[m.group(1)] = m.group(2)
+        assert lim.get("n") == "1024" and "Hn=4096" in out, out       # open files
+        assert lim.get("r") == want_r and f"Hr={want_r}" in out, out      # real-time priority = the job's
+        assert lim.get("f") == str(1 << 20) and f"Hf={1 << 20}" in out, out     # file size (1 KiB blocks)
+        assert lim.get("l") == "8192", out                              # locked memory, KiB
+        assert lim.get("c") == "0", out                                 # core
+        assert lim.get("s") == "8192", out                              # stack, KiB
+        assert "raised" not in out, out                                 # above its RTPRIO: refused
+        print("  " + " ".join(f"-{k} {v}" for k, v in sorted(lim.items())) +
+              ("" if want_r == "7" else f" (RTPRIO kept at rtd's hard limit {rt_hard}: no CAP_SYS_RESOURCE here)"),
+              flush=True)
+
+
+@test
+def tasks_and_memory_limits():
+    with TestUser("rtdlim-u3", groups=[GROUP]) as u, \
+            JobRtd("[Jobs]\nMaxTasks=40\nMaxMemory=64M\n") as rtd:
+        lim = status_limits(rtd)
+        if lim["tasks"].startswith("not enforced") or lim["memory"].startswith("not enforced"):
+            raise Skip(f"no pids/memory controller for job cgroups here: {lim}")
+        # A fork bomb, bounded: at most 40 tasks at once in the job.
+        bomb = ("import os, time\nkids, err = [], None\nfor i in range(200):\n    try:\n        p = os.fork()\n"
+                "    except OSError as e:\n        err = e.strerror\n        break\n    if p == 0:\n"
+                "        time.sleep(3)\n        os._exit(0)\n    kids.append(p)\n"
+                "print('started=%d %s' % (len(kids), err), flush=True)\nfor p in kids:\n    os.waitpid(p, 0)\n")
+        j = usubmit(rtd, u, {"argv": ["/usr/bin/python3", "-c", bomb]})
+        j = wait_final(rtd, j["id"], timeout=60)
+        out = output(rtd, j["id"])
+        assert "started=" in out, (j, out, output(rtd, j["id"], "stderr"))
+        started = int(out.split("started=")[1].split()[0])
+        assert started < 40 and "Resource temporarily unavailable" in out, out
+        assert j["limits_hit"]["tasks_refused"] > 0, j
+        assert j["spec"]["max_tasks"] == 40
+        # A memory hog: killed by the OOM killer within the job, and said so.
+        j = usubmit(rtd, u, {"argv": ["/usr/bin/python3", "-c", "a = b'x' * (400 << 20); print('survived')"]})
+        j = wait_final(rtd, j["id"], timeout=60)
+        assert j["state"] == "failed" and j["signal"] == 9, j
+        assert j["limits_hit"]["oom_kills"] >= 1 and "OOM killer" in j["reason"] and "MaxMemory=" in j["reason"], j
+        assert "survived" not in output(rtd, j["id"])
+        # A job under both limits runs.
+        ok = wait_final(rtd, usubmit(rtd, u, {"argv": ["/usr/bin/python3", "-c", "a = b'x' * (8 << 20)"]})["id"])
+        assert ok["state"] == "succeeded", ok
+        # Downward only for non-admins; an admin may go above.
+        st, body = uapi(rtd, u, "POST", "/v1/jobs", {"argv": ["/bin/true"], "max_tasks": 1000, "env": ENV})
+        assert_refusal(st, body, 403, "max_tasks", "MaxTasks=40")
+        st, body = uapi(rtd, u, "POST", "/v1/jobs", {"argv": ["/bin/true"], "max_memory_bytes": 1 << 30,
+                                                     "env": ENV})
+        assert_refusal(st, body, 403, "max_memory_bytes", "MaxMemory=67108864")
+        st, a = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/true"], "max_tasks": 1000, "env": ENV})
+        assert st == 201 and wait_final(rtd, a["id"])["state"] == "succeeded", a
+        print(f"  tasks: {lim['tasks']}; memory: {lim['memory']}; bomb started {started} of 200", flush=True)
+
+
+@test
+def disk_full_store_write_surfaced():
+    with TestUser("rtdlim-u4", groups=[GROUP]) as u, JobRtd("", state_tmpfs="6m") as rtd:
+        state = os.path.join(rtd.dir, "state")
+        running = usubmit(rtd, u, {"argv": ["/bin/sleep", "2"]})
+        wait_state(rtd, running["id"], ("running",))
+        filler = os.path.join(state, "filler")
+        subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=64k"], capture_output=True)
+        # The running job ends while the disk is full: its final state cannot be stored yet.
+        ended = wait_final(rtd, running["id"])
+        assert ended["state"] == "succeeded", ended
+        store = api(rtd, "GET", "/v1/status")[1]["jobs"]["store"]
+        assert store["pending_writes"] == 1 and store["last_write_error"] == "No space left on device", store
+        assert f"Failed to write job {running['id']} (succeeded) to the store" in rtd.read_log()
+        # Submissions: refused with 507 once the store cannot take them, never accepted and lost.
+        codes, refused, accepted = [], None, []
+        for _ in range(400):
+            st, body = uapi(rtd, u, "POST", "/v1/jobs", {"argv": ["/bin/true"], "name": "x" * 120, "env": ENV})
+            codes.append(st)
+            if st == 201:
+                accepted.append(body["id"])
+            else:
+                refused = body
+                break
+        assert codes[-1] == 507, codes[-5:]
+        assert_refusal(507, refused, 507, "jobs.db", "No space left", "nothing was queued")
+        st, s = api(rtd, "GET", "/v1/status")
+        assert s["jobs"]["store"]["write_failures"] >= 1, s["jobs"]["store"]
+        assert "Failed to store new job" in rtd.read_log()
+        os.unlink(filler)
+        # Space again: rtd goes on, and what it could not write is written now.
+        end = time.time() + 10
+        while time.time() < end and api(rtd, "GET", "/v1/status")[1]["jobs"]["store"]["pending_writes"]:
+            time.sleep(0.2)
+        assert api(rtd, "GET", "/v1/status")[1]["jobs"]["store"]["pending_writes"] == 0
+        j = usubmit(rtd, u, {"argv": ["/bin/echo", "after"]})
+        assert wait_final(rtd, j["id"])["state"] == "succeeded"
+        for jid in accepted[-3:]:
+            wait_final(rtd, jid)
+        # The store tells the truth after a restart: every accepted job is there, the refused one is not.
+        rtd.stop()
+        rtd.start()
+        assert job(rtd, running["id"])["state"] == "succeeded"
+        for jid in accepted:
+            assert job(rtd, jid)["state"] in FINAL + ("queued",), jid
+        print(f"  {len(accepted)} submissions stored before the disk was full; then 507: "
+              f"{refused.get('detail', refused)!r}", flush=True)
+
+
+@test
+def per_user_cores_queue_then_run():
+    with TestUser("rtdlim-u5", groups=[GROUP]) as u, JobRtd("[Access]\nMaxCoresPerUser=1\n") as rtd:
+        a = usubmit(rtd, u, {"argv": ["/bin/sleep", "1.5"]})
+        b = usubmit(rtd, u, {"argv": ["/bin/echo", "second"]})     # waits in the queue, not refused
+        wait_state(rtd, a["id"], ("running",))
+        assert job(rtd, b["id"])["state"] == "queued"
+        assert wait_final(rtd, b["id"], timeout=20)["state"] == "succeeded"
+        ja, jb = job(rtd, a["id"]), job(rtd, b["id"])
+        assert jb["started_at"] >= ja["ended_at"], (ja, jb)
+        # One job above the limit alone could never start: refused, naming the key and the fix.
+        st, body = uapi(rtd, u, "POST", "/v1/jobs", {"argv": ["/bin/true"], "cores": 2, "env": ENV})
+        assert st in (400, 403), (st, body)
+
+
+@test
+def queue_priority_capped():
+    with TestUser("rtdlim-u6", groups=[GROUP]) as u, JobRtd("[Access]\nMaxQueuePriority=2\n") as rtd:
+        before = n_jobs(rtd)
+        st, body = uapi(rtd, u, "POST", "/v1/jobs", {"argv": ["/bin/true"], "queue_priority": 5, "env": ENV})
+        assert_refusal(st, body, 403, "queue_priority", "MaxQueuePriority=2", "at most 2")
+        assert n_jobs(rtd) == before
+        usubmit(rtd, u, {"argv": ["/bin/true"], "queue_priority": 2})
+        usubmit(rtd, u, {"argv": ["/bin/true"], "queue_priority": -100})
+        st, a = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/true"], "queue_priority": 500, "env": ENV})
+        assert st == 201, a                                         # admins are not capped
+
+
+@test
+def removed_from_group_before_dispatch():
+    with TestUser("rtdlim-u7", groups=[GROUP]) as u, JobRtd() as rtd:
+        st, blocker = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sleep", "2"], "env": ENV})
+        assert st == 201, blocker
+        wait_state(rtd, blocker["id"], ("running",))
+        time.sleep(0.3)         # past the moment a job would be handed ahead to its worker
+        j = usubmit(rtd, u, {"argv": ["/usr/bin/id"]})
+        assert job(rtd, j["id"])["state"] == "queued"
+        subprocess.run(["gpasswd", "-d", u.name, GROUP], check=True, capture_output=True)
+        j = wait_final(rtd, j["id"], timeout=20)
+        assert j["state"] == "failed" and j["pid"] is None, j
+        assert "no longer a member of the submit group" in j["reason"] and GROUP in j["reason"], j
+        assert "SubmitGroup=" in j["reason"], j
+        print(f"  reason: {j['reason']}", flush=True)
+
+
+if __name__ == "__main__":
+    _lock = knob_lock() if os.geteuid() == 0 else None
+    run_tests()
