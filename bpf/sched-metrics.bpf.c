@@ -203,6 +203,7 @@ static __always_inline void waiter_note(struct task_struct *t, __u32 pid, __u32 
         w.since_ns = bpf_ktime_get_ns();
         w.cpu = cpu;
         w.ns_pid = ns_tid(t);
+        w.kthread = (BPF_CORE_READ(t, flags) & 0x00200000 /* PF_KTHREAD */) != 0;
         (void) BPF_CORE_READ_STR_INTO(&w.comm, t, comm);
         (void) bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY);
 }

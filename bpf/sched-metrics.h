@@ -105,5 +105,7 @@ struct rtd_waiter {
         __u64 since_ns;                 /* bpf_ktime_get_ns() when it became runnable there */
         __u32 cpu;
         __u32 ns_pid;                   /* its tid in rtd's PID namespace, 0 when not visible there */
+        __u32 kthread;                  /* 1: a kernel thread (PF_KTHREAD) */
+        __u32 _pad;
         char comm[16];
 };

@@ -183,7 +183,7 @@ static int bpf_read_waiters(Collector *c, StarveWaiter **ret, size_t *ret_n) {
                         return -ENOMEM;
                 v = t;
                 v[n] = (StarveWaiter){ .tid = (pid_t) key, .ns_tid = (pid_t) w.ns_pid, .cpu = w.cpu,
-                                       .since_usec = w.since_ns / 1000 };
+                                       .since_usec = w.since_ns / 1000, .kthread = w.kthread != 0 };
                 memcpy(v[n].comm, w.comm, sizeof v[n].comm);
                 v[n].comm[sizeof v[n].comm - 1] = 0;
                 n++;

@@ -98,6 +98,7 @@ typedef struct StarveWaiter {
         pid_t ns_tid;                   /* in rtd's PID namespace; 0 when it is not visible there */
         unsigned cpu;
         uint64_t since_usec;            /* CLOCK_MONOTONIC */
+        bool kthread;
         char comm[16];
 } StarveWaiter;
 

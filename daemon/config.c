@@ -70,7 +70,7 @@ RtdConfig *config_new(void) {
                 .fair_server_runtime_usec = TUNE_KEEP,
                 .timer_migration = TUNE_KEEP,
                 .stat_interval_sec = TUNE_KEEP,
-                .starvation_guard = true,
+                .starvation_guard = STARVATION_GUARD_KERNEL,
                 .starvation_threshold_usec = 1000000,
                 .starvation_boost_runtime_usec = 20,
                 .starvation_boost_period_usec = 1000,
@@ -404,6 +404,7 @@ static const EnumSpec smt_enum = { (const char *const[]){ "exclusive", "shared",
 static const EnumSpec backend_enum = { (const char *const[]){ "auto", "systemd", "cgroup", "affinity", NULL },
                                        "auto, systemd, cgroup or affinity" };
 static const EnumSpec irq_enum = { (const char *const[]){ "housekeeping", "keep", NULL }, "housekeeping or keep" };
+static const EnumSpec guard_enum = { (const char *const[]){ "no", "kernel", "all", NULL }, "kernel, all or no" };
 static const EnumSpec queue_enum = { (const char *const[]){ "fcfs", "priority", NULL }, "fcfs or priority" };
 
 #define F(field) offsetof(RtdConfig, field)
@@ -434,7 +435,7 @@ static const ConfItem items[] = {
         { "Tuning", "FairServerRuntimeUSec", parse_tune, F(fair_server_runtime_usec), &range_fair },
         { "Tuning", "TimerMigration", parse_tune, F(timer_migration), &range_bool },
         { "Tuning", "StatIntervalSec", parse_tune, F(stat_interval_sec), &range_stat },
-        { "Tuning", "StarvationGuard", parse_bool, F(starvation_guard) },
+        { "Tuning", "StarvationGuard", parse_enum, F(starvation_guard), &guard_enum },
         { "Tuning", "StarvationThresholdSec", parse_sec_usec, F(starvation_threshold_usec), &range_starve },
         { "Tuning", "StarvationBoostRuntimeUSec", parse_uint, F(starvation_boost_runtime_usec), &range_boost_runtime },
         { "Tuning", "StarvationBoostPeriodUSec", parse_uint, F(starvation_boost_period_usec), &range_boost_period },
@@ -731,7 +732,7 @@ int config_dump(const RtdConfig *c, FILE *out) {
         fprintf(out, "StarvationGuard=%s\nStarvationThresholdSec=%" PRIu64 ".%06" PRIu64 "\n"
                      "StarvationBoostRuntimeUSec=%u\nStarvationBoostPeriodUSec=%u\n"
                      "StarvationBoostDurationSec=%" PRIu64 ".%06" PRIu64 "\n\n",
-                c->starvation_guard ? "yes" : "no", c->starvation_threshold_usec / 1000000,
+                guard_enum.names[c->starvation_guard], c->starvation_threshold_usec / 1000000,
                 c->starvation_threshold_usec % 1000000, c->starvation_boost_runtime_usec,
                 c->starvation_boost_period_usec, c->starvation_boost_duration_usec / 1000000,
                 c->starvation_boost_duration_usec % 1000000);

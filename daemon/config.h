@@ -33,6 +33,13 @@ typedef enum QueuePolicy { QUEUE_FCFS, QUEUE_PRIORITY, _QUEUE_POLICY_MAX, _QUEUE
 #define TUNE_KEEP INT64_MIN     /* a [Tuning] knob left alone */
 #define CONFIG_INFINITY UINT64_MAX      /* a [Jobs] Max*= limit set to "infinity" */
 
+/* Which starving tasks the starvation guard boosts: none, kernel threads only, or any task. */
+typedef enum StarvationGuard {
+        STARVATION_GUARD_NO,
+        STARVATION_GUARD_KERNEL,
+        STARVATION_GUARD_ALL,
+} StarvationGuard;
+
 typedef struct RtdConfig {
         /* [Daemon] */
         char *socket_path;
@@ -67,7 +74,7 @@ typedef struct RtdConfig {
         int64_t timer_migration;        /* 0 or 1 */
         int64_t stat_interval_sec;
         /* starvation guard (daemon/guard.c) */
-        bool starvation_guard;
+        StarvationGuard starvation_guard;
         uint64_t starvation_threshold_usec;     /* runnable this long on a reserved CPU without running */
         unsigned starvation_boost_runtime_usec; /* SCHED_DEADLINE runtime per period while boosted */
         unsigned starvation_boost_period_usec;

@@ -320,7 +320,8 @@ static void note_unreachable(Guard *g, const StarveWaiter *w) {
 }
 
 static void sync_state(Guard *g) {
-        bool want = g->manager->config && g->manager->config->starvation_guard && !cpuset_is_empty(&g->reserved);
+        bool want = g->manager->config && g->manager->config->starvation_guard != STARVATION_GUARD_NO &&
+                    !cpuset_is_empty(&g->reserved);
         int r;
 
         if (want == g->on)
@@ -364,6 +365,10 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 for (size_t i = 0; i < n; i++) {
                         if (w[i].cpu >= CPUSET_MAX || !cpuset_isset(&g->reserved, w[i].cpu) ||
                             now < w[i].since_usec + c->starvation_threshold_usec)
+                                continue;
+                        /* kernel: only the kernel's own threads (kworker, ksoftirqd, RCU); a user task on a
+                         * reserved CPU is a job's own thread or an intruder, neither rtd's to reschedule. */
+                        if (c->starvation_guard == STARVATION_GUARD_KERNEL && !w[i].kthread)
                                 continue;
                         /* Any task may name itself (PR_SET_NAME): no newline may reach a journal field. */
                         for (char *p = w[i].comm; *p; p++)
@@ -430,7 +435,10 @@ json_t *guard_to_json(const Guard *g) {
                                                              "last_boosted_comm", gc->last_comm[0] ? gc->last_comm : NULL,
                                                              "last_boosted_pid", (int) gc->last_tid));
         }
-        return json_pack("{s:b, s:b, s:s?, s:f, s:i, s:i, s:f, s:i, s:o}", "enabled", c->starvation_guard,
+        static const char *const scope[] = { "no", "kernel", "all" };
+
+        return json_pack("{s:b, s:s, s:b, s:s?, s:f, s:i, s:i, s:f, s:i, s:o}",
+                         "enabled", c->starvation_guard != STARVATION_GUARD_NO, "scope", scope[c->starvation_guard],
                          "active", g->on, "unavailable", g->unavailable,
                          "threshold_seconds", c->starvation_threshold_usec / 1e6,
                          "boost_runtime_usec", (int) c->starvation_boost_runtime_usec,

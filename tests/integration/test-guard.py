@@ -44,7 +44,7 @@ def host_root():
 class GuardRtd:
     def __init__(self, guard, threshold="0.1", extra=""):
         self.conf = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n"
-                     f"[Tuning]\nRTRuntimeUSec=-1\nStarvationGuard={'yes' if guard else 'no'}\n"
+                     f"[Tuning]\nRTRuntimeUSec=-1\nStarvationGuard={guard}\n"
                      f"StarvationThresholdSec={threshold}\n{extra}[Jobs]\nKillGraceSec=0\n"
                      f"[Access]\nSubmitGroup={GROUP}\n")
 
@@ -158,7 +158,7 @@ def fmt(times):
 
 @test
 def guard_boosts_the_starved_kworker():
-    with TestUser("rtdguard-u1", groups=[GROUP]) as u, GuardRtd(guard=True) as rtd:
+    with TestUser("rtdguard-u1", groups=[GROUP]) as u, GuardRtd(guard="kernel") as rtd:
         with Spinner(rtd, u):
             times = stat_refresh_times()
             g, c = guard_cpu(rtd)
@@ -179,7 +179,7 @@ def guard_boosts_the_starved_kworker():
 
 @test
 def without_the_guard_the_kworker_waits_for_the_fair_server():
-    with TestUser("rtdguard-u2", groups=[GROUP]) as u, GuardRtd(guard=False) as rtd:
+    with TestUser("rtdguard-u2", groups=[GROUP]) as u, GuardRtd(guard="no") as rtd:
         with Spinner(rtd, u):
             times = stat_refresh_times()
             g, c = guard_cpu(rtd)
@@ -205,20 +205,23 @@ def victim_time(rtd, limit):
 
 
 @test
-def rt_task_starves_without_the_guard_and_runs_with_it():
-    with TestUser("rtdguard-u3", groups=[GROUP]) as u, GuardRtd(guard=False) as rtd:
+def user_task_is_not_boosted_with_the_kernel_scope():
+    """StarvationGuard=kernel (the default) rescues kernel threads only: a FIFO 1 user task behind the
+    spinner stays stuck, with the guard off and on alike. (Scope all, which boosts it, is checked in the VM
+    tier, where every task is the test's own: here it could reschedule other people's tasks on CPU 1.)"""
+    with TestUser("rtdguard-u3", groups=[GROUP]) as u, GuardRtd(guard="no") as rtd:
         with Spinner(rtd, u):
             off = victim_time(rtd, 3)
         subprocess.run(["sleep", "0.5"])
-    with TestUser("rtdguard-u4", groups=[GROUP]) as u, GuardRtd(guard=True) as rtd:
+    with TestUser("rtdguard-u4", groups=[GROUP]) as u, GuardRtd(guard="kernel") as rtd:
         with Spinner(rtd, u):
-            on = victim_time(rtd, 5)
+            on = victim_time(rtd, 3)
             _, c = guard_cpu(rtd)
-    print(f"  FIFO 1 task behind a FIFO {SPIN_PRIO} spinner: guard off {'stuck 3 s' if off is None else off}, "
-          f"guard on {on if on is None else f'{on:.3f} s'} ({c['boosts']} boosts)", flush=True)
+    print(f"  FIFO 1 user task behind a FIFO {SPIN_PRIO} spinner: guard off {'stuck 3 s' if off is None else off}, "
+          f"guard kernel {'stuck 3 s' if on is None else on} ({c['boosts']} boosts, last {c['last_boosted_comm']})",
+          flush=True)
     assert off is None, f"the FIFO 1 task ran within {off} s without the guard: nothing was starved"
-    assert on is not None and on < 5, on
-    assert c["boosts"] >= 1, c
+    assert on is None, f"the FIFO 1 user task ran within {on} s: the kernel scope boosted it"
 
 
 def deadline_kworkers():
@@ -238,7 +241,7 @@ def children(pid):
 @test
 def boosts_left_by_a_crash_are_given_back_at_the_next_start():
     with TestUser("rtdguard-u5", groups=[GROUP]) as u, \
-            GuardRtd(guard=True, extra="StarvationBoostDurationSec=120\n") as rtd:
+            GuardRtd(guard="kernel", extra="StarvationBoostDurationSec=120\n") as rtd:
         workers = []
         try:
             with Spinner(rtd, u):

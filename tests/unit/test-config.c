@@ -262,12 +262,19 @@ static void test_starvation_guard_keys(void **state) {
         char *msg;
         int r;
 
-        assert_true(c->starvation_guard);
+        assert_int_equal(c->starvation_guard, STARVATION_GUARD_KERNEL);
         assert_true(c->starvation_threshold_usec == 1000000);
+        free(parse(c, "[Tuning]\nStarvationGuard=all\n", &r, NULL));
+        assert_int_equal(r, 0);
+        assert_int_equal(c->starvation_guard, STARVATION_GUARD_ALL);
+        msg = parse(c, "[Tuning]\nStarvationGuard=yes\n", &r, NULL);
+        assert_int_equal(r, -EINVAL);
+        assert_non_null(strstr(msg, "kernel, all or no"));
+        free(msg);
         free(parse(c, "[Tuning]\nStarvationGuard=no\nStarvationThresholdSec=0.25\nStarvationBoostRuntimeUSec=50\n"
                       "StarvationBoostPeriodUSec=2000\nStarvationBoostDurationSec=3\n", &r, NULL));
         assert_int_equal(r, 0);
-        assert_false(c->starvation_guard);
+        assert_int_equal(c->starvation_guard, STARVATION_GUARD_NO);
         assert_true(c->starvation_threshold_usec == 250000);
         assert_int_equal(c->starvation_boost_runtime_usec, 50);
         assert_int_equal(c->starvation_boost_period_usec, 2000);

@@ -450,10 +450,28 @@ StarvationGuard=$on"; then
 sec "starvation guard"
 guard_run off no 15
 check "guard off: stat_refresh stalls behind the FIFO spinner (15 s)" "$GUARD_DONE" '[ "$GUARD_DONE" = stuck ]'
-guard_run on yes 60
+guard_run on kernel 60
 boosts=$(jq -r '.boosts // 0' <<<"$GUARD_METRICS" 2>/dev/null) comm=$(jq -r '.last_boosted_comm // ""' <<<"$GUARD_METRICS" 2>/dev/null)
 check "guard on: stat_refresh completes, CPU 7's kworker boosted" "took $GUARD_DONE s, boosts=$boosts last=$comm" \
         '[ "$GUARD_DONE" != stuck ] && [ "${boosts:-0}" -ge 1 ] && [ "${comm#kworker/7:}" != "$comm" ]'
+# Scope all (as stalld): a FIFO 1 user task pinned behind the spinner is boosted too and runs. Here, unlike
+# on a shared host, every task that could starve on CPU 7 is the test's own.
+if start_rtd "guard-all" direct "$GUARD_CONF
+StarvationGuard=all"; then
+        id=$(rtctl submit -p 50 -t 120 -- prlimit --rttime=60000000:60000000 -- sh -c 'while :; do :; done')
+        for i in $(seq 100); do [ "$(rtctl --json show "$id" 2>/dev/null | jq -r .state)" = running ] && break; sleep 0.2; done
+        sleep 1
+        t0=$(date +%s.%N)
+        timeout 30 chrt -f 1 taskset -c 7 true; rc=$?
+        took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}')
+        rtctl cancel "$id" >/dev/null
+        check "guard all: a FIFO 1 user task behind the spinner is boosted and runs" "rc $rc in $took s" '[ "$rc" = 0 ]'
+        stop_rtd "guard-all"
+        sleep 1
+        check_clean "guard all: after stop"
+else
+        fail "guard all: rtd starts"; stop_rtd "guard-all"
+fi
 
 # ------------------------------------------------------------------------------------------------
 sec "done"
