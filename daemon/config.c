@@ -331,6 +331,7 @@ static const ConfItem items[] = {
         { "Jobs", "KeepFinished", parse_uint, F(keep_finished), &range_count0 },
         { "Jobs", "AgingSec", parse_uint, F(aging_sec), &range_interval },
         { "Jobs", "StartTimeoutSec", parse_uint, F(start_timeout_sec), &range_start_timeout },
+        { "Jobs", "RealtimeWithoutCpuset", parse_bool, F(realtime_without_cpuset) },
         { "Access", "AdminGroup", parse_group_or_none, F(admin_group) },
         { "Access", "SubmitGroup", parse_group_or_none, F(submit_group) },
         { "Access", "MaxPriority", parse_uint, F(max_priority), &range_prio },
@@ -578,9 +579,10 @@ int config_dump(const RtdConfig *c, FILE *out) {
         fprintf(out, "[Metrics]\nProgramStats=%s\n\n", c->program_stats ? "yes" : "no");
         fprintf(out,
                 "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"
-                "KeepFinished=%u\nAgingSec=%u\nStartTimeoutSec=%u\n\n",
+                "KeepFinished=%u\nAgingSec=%u\nStartTimeoutSec=%u\nRealtimeWithoutCpuset=%s\n\n",
                 queue_policy_to_string(c->queue_policy), c->worker_priority, c->default_priority, c->kill_grace_sec,
-                c->max_queued, c->keep_finished, c->aging_sec, c->start_timeout_sec);
+                c->max_queued, c->keep_finished, c->aging_sec, c->start_timeout_sec,
+                c->realtime_without_cpuset ? "yes" : "no");
         fprintf(out,
                 "[Access]\nAdminGroup=%s\nSubmitGroup=%s\nMaxPriority=%u\nMaxCoresPerUser=%u\nMaxQueuedPerUser=%u\n"
                 "MaxTimeoutSec=%u\n",

@@ -70,6 +70,7 @@ typedef struct RtdConfig {
         unsigned keep_finished;         /* finished jobs kept in the store */
         unsigned aging_sec;             /* priority policy: +1 queue priority per this many seconds waited */
         unsigned start_timeout_sec;     /* a job's child must exec within this, else the job fails */
+        bool realtime_without_cpuset;   /* run real-time jobs where no cpuset holds them on their CPUs */
 
         /* [Access] */
         char *admin_group;              /* NULL: only root is admin */

@@ -21,6 +21,7 @@
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/messages.h"
+#include "store.h"
 
 static Job *worker_job(JobManager *jm, Worker *w, uint64_t job_id) {
         Job *j = job_lookup(jm, job_id);
@@ -71,6 +72,7 @@ static void on_worker_exec(Worker *w, uint64_t job_id, pid_t pid, uint64_t mono,
                 log_struct(LOG_INFO, RTD_MSG_JOB_STARTED, fields, "Job %" PRIu64 " of %s started, worker CPU %u",
                            j->id, strempty(j->user), j->worker_cpu);
         }
+        job_drift_arm(jm);
         if (jm->manager->metrics) {
                 metrics_observe_dispatch(jm->manager->metrics, j->dispatch_usec);
                 (void) metrics_track_task(jm->manager->metrics, pid, j->id, j->cgroup_id);
@@ -315,6 +317,9 @@ static void follow_reserved_cgroup(JobManager *jm) {
         free(jm->cgroups.path);
         jm->cgroups.path = TAKE_PTR(path);
         log_info("Jobs get their own cgroups under %s", jm->cgroups.path);
+        char probe[64];
+        snprintf(probe, sizeof probe, "rtd-%s-probe", store_instance_id(jm->store));
+        job_containment_setup(jm, probe);       /* the cpuset controller in the new home */
 }
 
 int job_manager_set_cpus(JobManager *jm, const CpuSet *reserved) {
