@@ -149,16 +149,23 @@ def expected_enforcement():
 
 class NoCpusetRtd(Rtd):
     """rtd in a mount namespace without the cgroup v1 cpuset hierarchy: a host where no cpuset exists."""
+    HIDE = [V1]
 
     def start(self, args=(), wait=True, env=None):
+        hide = " && ".join(f"umount -l {d}" for d in self.HIDE)
         cmd = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL", "sh", "-c",
-               'umount -l /sys/fs/cgroup/cpuset && exec "$@"', "sh", RTD, "--config", self.config, *args]
+               hide + ' && exec "$@"', "sh", RTD, "--config", self.config, *args]
         self.logf = open(self.log, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
         if wait:
             self.wait_ready()
         return self
+
+
+class NoCgroupRtd(NoCpusetRtd):
+    """... and without cgroup v2 either: no job cgroups at all (jobs are found below their worker)."""
+    HIDE = [V1, V2]
 
 
 class JobRtd:
@@ -381,6 +388,32 @@ print(json.dumps(lat))
 """
 
 
+def put_back(rtd):
+    """A job that moves itself to CPU 0 twenty times; each time, how long until it is back on CPU 1."""
+    with open(os.path.join(rtd.dir, "putback.py"), "w") as f:
+        f.write(PUT_BACK)
+    jid = submit_as_user(rtd, "--policy", "other", "--timeout", "60", "--", "/usr/bin/python3",
+                         os.path.join(rtd.dir, "putback.py"))
+    j = wait_final(rtd, jid)
+    assert j["state"] == "succeeded", j
+    lat = sorted(api(rtd, "GET", f"/v1/jobs/{jid}/output?stream=stdout")[1])
+    assert all(x < 5 for x in lat), lat
+    print(f"  put back after: median {lat[len(lat) // 2] * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms "
+          f"(n={len(lat)})", flush=True)
+    s = api(rtd, "GET", "/v1/status")[1]["jobs"]
+    assert s["tasks_put_back"] >= 20, s
+
+
+@test
+def without_any_cgroup_escapes_are_put_back():
+    if not os.path.isdir(V1) or V2 == "/sys/fs/cgroup":
+        raise Skip("needs the hybrid layout to hide")
+    with JobRtd(cls=NoCgroupRtd) as rtd:
+        s = api(rtd, "GET", "/v1/status")[1]["jobs"]
+        assert s["cpu_enforcement"] == "affinity only (drift check)" and not s["cgroups"], s
+        put_back(rtd)
+
+
 @test
 def without_cpuset_realtime_is_refused_and_escapes_are_put_back():
     if not os.path.isdir(V1):
@@ -396,18 +429,7 @@ def without_cpuset_realtime_is_refused_and_escapes_are_put_back():
         assert st == 403 and "RealtimeWithoutCpuset" in json.dumps(body), (st, body)
         assert api(rtd, "GET", "/v1/status")[1]["jobs"]["queue_depth"] == 0
         # Not real-time: runs; each time it moves itself to CPU 0 the drift check puts it back.
-        with open(os.path.join(rtd.dir, "putback.py"), "w") as f:
-            f.write(PUT_BACK)
-        jid = submit_as_user(rtd, "--policy", "other", "--timeout", "60", "--", "/usr/bin/python3",
-                             os.path.join(rtd.dir, "putback.py"))
-        j = wait_final(rtd, jid)
-        assert j["state"] == "succeeded", j
-        lat = sorted(api(rtd, "GET", f"/v1/jobs/{jid}/output?stream=stdout")[1])
-        assert all(x < 5 for x in lat), lat
-        print(f"  put back after: median {lat[len(lat) // 2] * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms "
-              f"(n={len(lat)})", flush=True)
-        s = api(rtd, "GET", "/v1/status")[1]["jobs"]
-        assert s["tasks_put_back"] >= 20, s
+        put_back(rtd)
     # The administrator's opt-in: real-time jobs run, held by their affinity and the drift check only.
     with JobRtd(conf="[Jobs]\nRealtimeWithoutCpuset=yes\n", cls=NoCpusetRtd) as rtd:
         j = wait_final(rtd, submit_as_user(rtd, "--", "/bin/sh", "-c", "chrt -p $$"))
