@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,21 +93,106 @@ int job_cpusets_parse_v1_self(const char *text, char **ret_path) {
         return -ENOENT;
 }
 
+/* Fork a child that joins dir_fd/name and exits: whether a job's child could be placed there. */
+static int probe_join(int dir_fd, const char *name) {
+        char procs[256];
+        int status;
+        pid_t pid;
+
+        snprintf(procs, sizeof procs, "%s/cgroup.procs", name);
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                int r = write_string_at(dir_fd, procs, "0");
+                _exit(r < 0 ? -r : 0);
+        }
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        return WIFEXITED(status) ? -WEXITSTATUS(status) : -EIO;
+}
+
+/* The parent of pid, or 0. */
+static pid_t getppid_of(pid_t pid) {
+        _cleanup_free_ char *stat = NULL;
+        char path[64], *p;
+        int ppid = 0;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        if (read_full_file_at(AT_FDCWD, path, &stat, NULL) < 0 || !(p = strrchr(stat, ')')) ||
+            sscanf(p + 1, " %*c %d", &ppid) != 1)
+                return 0;
+        return (pid_t) ppid;
+}
+
+/*
+ * rtd's own processes out of the job cgroups' home into the leaf `self`: cgroup v2 lets a cgroup with
+ * processes of its own enable the cpuset controller (a threaded one), but then makes it a thread root,
+ * where no job cgroup (a domain) can take a process. Only rtd and its children are moved.
+ */
+static int leave_home(int dir_fd, const char *self) {
+        _cleanup_free_ char *procs = NULL;
+        char path[256];
+        struct stat st;
+        int r;
+
+        if (fstatat(dir_fd, "cgroup.type", &st, 0) < 0)
+                return 0;       /* the root cgroup: no such rule */
+        r = read_full_file_at(dir_fd, "cgroup.procs", &procs, NULL);
+        if (r < 0 || !*procs)
+                return r;
+        for (char *p = procs, *end; *p; p = end) {
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid != getpid() && getppid_of((pid_t) pid) != getpid())
+                        return -EBUSY;  /* not ours to move */
+        }
+        if (mkdirat(dir_fd, self, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        snprintf(path, sizeof path, "%s/cgroup.procs", self);
+        for (char *p = procs, *end; *p; p = end) {
+                long pid = strtol(p, &end, 10);
+                char s[32];
+                if (end == p)
+                        break;
+                snprintf(s, sizeof s, "%ld", pid);
+                r = write_string_at(dir_fd, path, s);
+                if (r < 0 && r != -ESRCH)
+                        return r;
+        }
+        return 0;
+}
+
 /* The cpuset controller for the children of the job cgroups' home, or why not. */
-static int enable_v2(int dir_fd, const char *path, char **ret_why) {
+static int enable_v2(int dir_fd, const char *path, const char *self, const char *probe, char **ret_why) {
         _cleanup_free_ char *avail = NULL, *on = NULL;
         int r;
 
         if (read_full_file_at(dir_fd, "cgroup.controllers", &avail, NULL) < 0 || !cgroup_list_has(avail, "cpuset"))
                 return asprintf(ret_why, "the cpuset controller is not available in %s", path) < 0 ? -ENOMEM
                                                                                                    : -ENOENT;
-        if (read_full_file_at(dir_fd, "cgroup.subtree_control", &on, NULL) >= 0 && cgroup_list_has(on, "cpuset"))
-                return 0;
-        /* cpuset is a threaded controller: allowed although rtd itself lives in this cgroup. */
-        r = write_string_at(dir_fd, "cgroup.subtree_control", "+cpuset");
-        if (r < 0 && asprintf(ret_why, "cannot enable it in %s/cgroup.subtree_control: %s", path, strerror(-r)) < 0)
-                return -ENOMEM;
-        return r;
+        r = leave_home(dir_fd, self);
+        if (r < 0)
+                return asprintf(ret_why, "cannot move rtd out of %s into %s/%s: %s", path, path, self,
+                                strerror(-r)) < 0 ? -ENOMEM : r;
+        if (read_full_file_at(dir_fd, "cgroup.subtree_control", &on, NULL) < 0 || !cgroup_list_has(on, "cpuset")) {
+                r = write_string_at(dir_fd, "cgroup.subtree_control", "+cpuset");
+                if (r < 0)
+                        return asprintf(ret_why, "cannot enable it in %s/cgroup.subtree_control: %s", path,
+                                        strerror(-r)) < 0 ? -ENOMEM : r;
+        }
+        /* What a job's child will do: join a fresh cgroup there. */
+        if (mkdirat(dir_fd, probe, 0755) < 0 && errno != EEXIST)
+                r = -errno;
+        else {
+                r = probe_join(dir_fd, probe);
+                (void) unlinkat(dir_fd, probe, AT_REMOVEDIR);
+        }
+        if (r < 0)
+                return asprintf(ret_why, "a process cannot join a cpuset cgroup in %s: %s", path, strerror(-r)) < 0
+                               ? -ENOMEM : r;
+        return 0;
 }
 
 static char *strip(char *s) {
@@ -161,11 +247,12 @@ static int setup_v1(int proc_fd, const char *probe, JobCpusets *c, char **ret_wh
         return 0;
 }
 
-void job_cpusets_setup(int proc_fd, int v2_dir_fd, const char *v2_path, const char *probe, JobCpusets *ret) {
+void job_cpusets_setup(int proc_fd, int v2_dir_fd, const char *v2_path, const char *self, const char *probe,
+                       JobCpusets *ret) {
         _cleanup_free_ char *why_v2 = NULL, *why_v1 = NULL;
 
         *ret = (JobCpusets){ .v1_fd = -EBADF };
-        if (v2_dir_fd >= 0 && enable_v2(v2_dir_fd, strempty(v2_path), &why_v2) >= 0) {
+        if (v2_dir_fd >= 0 && enable_v2(v2_dir_fd, strempty(v2_path), self, probe, &why_v2) >= 0) {
                 ret->mode = CPU_ENFORCE_V2;
                 return;
         }

@@ -24,9 +24,11 @@ const char *cpu_enforcement_to_string(CpuEnforcement m);
 
 /*
  * Decide how jobs are held on their CPUs: the cpuset controller enabled for the job cgroups in v2_dir_fd
- * (-EBADF: no job cgroups), else the v1 cpuset hierarchy found through proc_fd, else affinity only.
+ * (-EBADF: no job cgroups; rtd and its children move into its leaf `self` first if they live there), else
+ * the v1 cpuset hierarchy found through proc_fd, else affinity only.
  */
-void job_cpusets_setup(int proc_fd, int v2_dir_fd, const char *v2_path, const char *probe_name, JobCpusets *ret);
+void job_cpusets_setup(int proc_fd, int v2_dir_fd, const char *v2_path, const char *self, const char *probe_name,
+                       JobCpusets *ret);
 void job_cpusets_done(JobCpusets *c);
 
 /*

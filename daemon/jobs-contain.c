@@ -20,14 +20,19 @@
 #include "manager.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
+#include "store.h"
 
 /* Often enough that an escaped task gets little time elsewhere, cheap enough to run always: one read of
  * the job's cgroup.threads and one sched_getaffinity() per thread. */
 #define JOB_DRIFT_USEC (100 * 1000)
 
-void job_containment_setup(JobManager *jm, const char *probe) {
+void job_containment_setup(JobManager *jm) {
+        char self[64], probe[64];
+
+        snprintf(self, sizeof self, "rtd-%s-daemon", store_instance_id(jm->store));
+        snprintf(probe, sizeof probe, "rtd-%s-probe", store_instance_id(jm->store));
         job_cpusets_done(&jm->cpusets);
-        job_cpusets_setup(jm->manager->proc_fd, jm->cgroups.dir_fd, jm->cgroups.path, probe, &jm->cpusets);
+        job_cpusets_setup(jm->manager->proc_fd, jm->cgroups.dir_fd, jm->cgroups.path, self, probe, &jm->cpusets);
         if (jm->cpusets.mode == CPU_ENFORCE_AFFINITY)
                 log_warning("Jobs are held on their CPUs by their affinity only, which they may change: %s. "
                             "Tasks that leave are put back by a check every %u ms; real-time jobs are %s",

@@ -186,7 +186,7 @@ char *job_format_time(uint64_t realtime_usec);
 uint64_t job_parse_time(const char *s);
 
 /* jobs-contain.c: cpusets, whole-job signals, the job drift check */
-void job_containment_setup(JobManager *jm, const char *probe);
+void job_containment_setup(JobManager *jm);
 bool job_needs_refusal(const JobManager *jm, const JobSpec *spec);     /* real-time without a cpuset */
 /* The job's cgroup (fd, or -EBADF without one) and v1 cpuset (fd, or -EBADF), with its CPUs; -errno. */
 int job_cgroups_make(JobManager *jm, Job *j, int *ret_cgroup_fd, int *ret_cpuset_fd);

@@ -21,7 +21,7 @@
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/messages.h"
-#include "store.h"
+#include "backend.h"
 
 static Job *worker_job(JobManager *jm, Worker *w, uint64_t job_id) {
         Job *j = job_lookup(jm, job_id);
@@ -286,7 +286,7 @@ static void follow_reserved_cgroup(JobManager *jm) {
         Manager *m = jm->manager;
         const char *rc = m->reservation ? reservation_cgroup(m->reservation) : NULL;
         _cleanup_free_ char *rel = NULL;
-        int fd = -EBADF;
+        _cleanup_close_ int fd = -EBADF;
 
         while (rc && *rc == '/')
                 rc++;
@@ -299,7 +299,12 @@ static void follow_reserved_cgroup(JobManager *jm) {
                                           "rtd's cgroup: %m", strempty(rel));
         }
         jm->reserved_cgroup_fd = safe_close(jm->reserved_cgroup_fd);
-        jm->reserved_cgroup_fd = fd;
+        if (fd >= 0) {
+                /* Workers join its leaf (backend-cgroup.c says why); the reserved cgroup is the jobs' home. */
+                jm->reserved_cgroup_fd = openat(fd, RESERVED_WORKERS_CGROUP, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (jm->reserved_cgroup_fd < 0)
+                        jm->reserved_cgroup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        }
 
         if (jm->own_cgroup_fd < 0)
                 return;         /* job cgroups are not usable at all */
@@ -317,9 +322,7 @@ static void follow_reserved_cgroup(JobManager *jm) {
         free(jm->cgroups.path);
         jm->cgroups.path = TAKE_PTR(path);
         log_info("Jobs get their own cgroups under %s", jm->cgroups.path);
-        char probe[64];
-        snprintf(probe, sizeof probe, "rtd-%s-probe", store_instance_id(jm->store));
-        job_containment_setup(jm, probe);       /* the cpuset controller in the new home */
+        job_containment_setup(jm);      /* the cpuset controller in the new home */
 }
 
 int job_manager_set_cpus(JobManager *jm, const CpuSet *reserved) {

@@ -905,7 +905,7 @@ int job_manager_new(Manager *m, JobManager **ret) {
                 jm->own_cgroup_fd = fcntl(jm->cgroups.dir_fd, F_DUPFD_CLOEXEC, 3);
                 jm->own_cgroup_path = strdup(strempty(jm->cgroups.path));
         }
-        job_containment_setup(jm, probe);
+        job_containment_setup(jm);
 
         remove_old_spares(jm);
         r = sd_event_add_defer(m->event, &jm->spare_src, on_spare, jm);
