@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "jobs-internal.h"
 #include "manager.h"
 #include "metrics.h"
@@ -21,7 +22,6 @@
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/messages.h"
-#include "backend.h"
 
 static Job *worker_job(JobManager *jm, Worker *w, uint64_t job_id) {
         Job *j = job_lookup(jm, job_id);

@@ -214,9 +214,9 @@ sh -c '"'"'while :; do taskset -pc 0 $$ >/dev/null 2>&1; sleep 0.05; done'"'"' &
 setsid sh -c '"'"'sh -c "echo \$\$ >$GCFILE; while :; do taskset -pc 0 \$\$ >/dev/null 2>&1; sleep 0.05; done" &'"'"'
 sleep 600'
 job_tasks() {   # job_tasks ID: "pid/tid" of every thread of the job's processes
-        local p t
-        for p in /proc/[0-9]*; do
-                grep -qzx "RTD_JOB_ID=$1" $p/environ 2>/dev/null || continue
+        local e p t
+        for e in $(grep -lzx "RTD_JOB_ID=$1" /proc/[0-9]*/environ 2>/dev/null); do
+                p=${e%/environ}
                 for t in $p/task/*; do echo "${p#/proc/}/${t##*/}"; done
         done
 }
@@ -227,7 +227,7 @@ check_contain() {
         getent passwd $VMUSER >/dev/null || useradd -M -s /bin/sh -G rtd $VMUSER
         d=$(mktemp -d /tmp/rtdvm.XXXXXX); chmod 777 "$d"
         id=$(GCFILE=$d/gc setpriv --reuid=$VMUSER --regid=$VMUSER --init-groups -- timeout 120 "$RTCTL_BIN" \
-                submit -e GCFILE=$d/gc -- /bin/sh -c "$ESCAPE" 2>&1)
+                submit -C "$d" -e GCFILE=$d/gc -- /bin/sh -c "$ESCAPE" 2>&1)
         echo "escape job: $id"
         for i in $(seq 120); do [ -s "$d/gc" ] && break; sleep 1; done
         gc=$(cat "$d/gc" 2>/dev/null)
