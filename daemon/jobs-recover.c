@@ -140,6 +140,7 @@ static void recover_active(JobManager *jm, Job *j) {
                         job_rearm_timeout(jm, j, now_mono - MIN(now_mono, now_rt - MIN(now_rt, j->start_usec)));
                         log_info("Re-adopted job %" PRIu64 " (pid %d) on CPUs held since before the restart", j->id,
                                  (int) j->pid);
+                        job_drift_arm(jm);
                         return;
                 }
         }
