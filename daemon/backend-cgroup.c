@@ -310,7 +310,19 @@ int cgroup_backend_apply(KnobCtx *k, const CpuSet *hk, const CpuSet *reserved, C
                 if (r < 0)
                         return log_error_errno(r, "Could not set /sys/%s: %m", path);
         }
-        return cgroup_setup_reserved(k, CGROUP_RESERVED, reserved, st);
+        r = cgroup_setup_reserved(k, CGROUP_RESERVED, reserved, st);
+        if (r < 0)
+                return r;
+        /*
+         * Workers live in a leaf of their own, so the reserved cgroup holds no process and its job cgroups may
+         * get the cpuset controller: cgroup v2 makes a cgroup with processes and a threaded controller such
+         * as cpuset a thread root, where no job cgroup (a domain) could take a process.
+         */
+        r = cgroup_mkdir(k, CG "/" CGROUP_RESERVED "/" RESERVED_WORKERS_CGROUP);
+        if (r < 0)
+                return log_error_errno(r, "Could not create /sys/" CG "/" CGROUP_RESERVED "/" RESERVED_WORKERS_CGROUP
+                                       ": %m");
+        return 0;
 }
 
 int cgroup_backend_place(int sys_fd, const char *cgroup, pid_t pid) {

@@ -62,6 +62,8 @@ char *cgroup_top(const char *path);
 int backend_detect(int proc_fd, int sys_fd, BackendKind wanted, BackendKind *ret, char **ret_reason);
 
 int cgroup_backend_apply(KnobCtx *k, const CpuSet *housekeeping, const CpuSet *reserved, CgroupState *st);
+/* The leaf of the reserved cgroup that workers live in (jobs get cgroups beside it). */
+#define RESERVED_WORKERS_CGROUP "workers"
 /* Move a process (a worker) into the reserved cgroup. */
 int cgroup_backend_place(int sys_fd, const char *reserved_cgroup, pid_t pid);
 /* Shared by both cgroup backends: the reserved cgroup's cpuset, exclusive CPUs and isolated partition. */

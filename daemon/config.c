@@ -453,6 +453,7 @@ static const ConfItem items[] = {
         { "Jobs", "MaxTasks", parse_size, F(max_tasks), &range_tasks },
         { "Jobs", "MaxMemory", parse_size, F(max_memory), &range_memory },
         { "Jobs", "DefaultTimeoutSec", parse_uint, F(default_timeout_sec), &range_default_timeout },
+        { "Jobs", "RealtimeWithoutCpuset", parse_bool, F(realtime_without_cpuset) },
         { "Access", "AdminGroup", parse_group_or_none, F(admin_group) },
         { "Access", "SubmitGroup", parse_group_or_none, F(submit_group) },
         { "Access", "MaxPriority", parse_uint, F(max_priority), &range_prio },
@@ -740,10 +741,11 @@ int config_dump(const RtdConfig *c, FILE *out) {
         fprintf(out,
                 "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"
                 "KeepFinished=%u\nAgingSec=%u\nStartTimeoutSec=%u\nMaxOutputBytes=%s\nMaxTasks=%s\nMaxMemory=%s\n"
-                "DefaultTimeoutSec=%u\n\n",
+                "DefaultTimeoutSec=%u\nRealtimeWithoutCpuset=%s\n\n",
                 queue_policy_to_string(c->queue_policy), c->worker_priority, c->default_priority, c->kill_grace_sec,
                 c->max_queued, c->keep_finished, c->aging_sec, c->start_timeout_sec, size_str(c->max_output_bytes, b5),
-                size_str(c->max_tasks, b6), size_str(c->max_memory, b7), c->default_timeout_sec);
+                size_str(c->max_tasks, b6), size_str(c->max_memory, b7), c->default_timeout_sec,
+                c->realtime_without_cpuset ? "yes" : "no");
         fprintf(out,
                 "[Access]\nAdminGroup=%s\nSubmitGroup=%s\nMaxPriority=%u\nMaxCoresPerUser=%u\nMaxQueuedPerUser=%u\n"
                 "MaxTimeoutSec=%u\nMaxQueuePriority=%u\n",

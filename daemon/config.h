@@ -96,6 +96,7 @@ typedef struct RtdConfig {
         uint64_t max_tasks;             /* pids.max of a job's cgroup; CONFIG_INFINITY = none */
         uint64_t max_memory;            /* memory.max of a job's cgroup; CONFIG_INFINITY = none */
         unsigned default_timeout_sec;   /* a job that asks for no timeout gets this; 0 = none */
+        bool realtime_without_cpuset;   /* run real-time jobs where no cpuset holds them on their CPUs */
 
         /* [Access] */
         char *admin_group;              /* NULL: only root is admin */

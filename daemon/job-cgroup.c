@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "job-cgroup.h"
+#include "job-cpuset.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 
@@ -143,7 +144,7 @@ void job_cgroups_done(JobCgroups *c) {
 }
 
 int job_cgroup_signal(int dir_fd, const char *name, int sig) {
-        _cleanup_free_ char *procs = NULL, *path = NULL;
+        _cleanup_free_ char *path = NULL;
         int r;
 
         if (sig == SIGKILL) {
@@ -152,24 +153,8 @@ int job_cgroup_signal(int dir_fd, const char *name, int sig) {
                 r = write_string_at(dir_fd, path, "1");
                 if (r != -ENOENT)       /* cgroup.kill needs Linux 5.14; else fall through to the list */
                         return r;
-                free(path);
-                path = NULL;
         }
-        if (asprintf(&path, "%s/cgroup.procs", name) < 0)
-                return -ENOMEM;
-        r = read_full_file_at(dir_fd, path, &procs, NULL);
-        if (r < 0)
-                return r;
-        for (char *p = procs; *p;) {
-                long pid = strtol(p, &p, 10);
-                if (pid > 0)
-                        (void) kill((pid_t) pid, sig);
-                while (*p == '\n')
-                        p++;
-                if (*p && (*p < '0' || *p > '9'))
-                        break;
-        }
-        return 0;
+        return cgroup_kill_procs(dir_fd, name, sig, sig == SIGKILL ? 50 : 1);
 }
 
 int job_cgroup_make(int dir_fd, const char *name, uint64_t *ret_id) {

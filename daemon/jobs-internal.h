@@ -7,6 +7,7 @@
 #include <systemd/sd-event.h>
 
 #include "job-cgroup.h"
+#include "job-cpuset.h"
 #include "job-limits.h"
 #include "jobs.h"
 #include "shared/macro.h"
@@ -40,6 +41,7 @@ typedef struct Job {
         uint64_t boottime_usec;         /* CLOCK_BOOTTIME at fork, to recognise the pid after a restart */
         char *cgroup;                   /* cgroup name under the job cgroup dir, or NULL */
         uint64_t cgroup_id;             /* its id once made, else 0 */
+        uint64_t tasks_put_back;        /* found outside its CPUs by the job drift check (no cpuset) */
         uint64_t spares;                /* handed spare-<n-1> (stdout) and spare-<n> (stderr) that its
                                          * child has not renamed yet, or 0 */
 
@@ -109,6 +111,9 @@ struct JobManager {
         char *own_cgroup_path;
         int reserved_cgroup_fd;         /* the cgroup backend's reserved cgroup: workers and jobs live there */
         bool cgroups_dirty;
+        JobCpusets cpusets;             /* what holds jobs on their CPUs */
+        uint64_t tasks_put_back;        /* job tasks the drift check found outside their CPUs, total */
+        sd_event_source *drift_src;     /* the job drift check, where no cpuset holds jobs */
         char *worker_path;
         WorkerCallbacks worker_cb;
 
@@ -204,6 +209,16 @@ int job_store_write(JobManager *jm, const StoreJob *sj, bool insert);
 json_t *job_store_pending_get(JobManager *jm, uint64_t id, uid_t *ret_uid);
 json_t *job_store_status_json(JobManager *jm);
 void job_store_done(JobManager *jm);
+
+/* jobs-contain.c: cpusets, whole-job signals, the job drift check */
+void job_containment_setup(JobManager *jm);
+bool job_needs_refusal(const JobManager *jm, const JobSpec *spec);     /* real-time without a cpuset */
+/* The job's cgroup (fd, or -EBADF without one) and v1 cpuset (fd, or -EBADF), with its CPUs; -errno. */
+int job_cgroups_make(JobManager *jm, Job *j, int *ret_cgroup_fd, int *ret_cpuset_fd);
+/* Every task of the named job cgroup, in v2 and its v1 cpuset: SIGKILL until empty (as far as can be). */
+void job_cgroups_signal(JobManager *jm, const char *name, int sig);
+int job_cgroups_remove(JobManager *jm, const char *name);
+void job_drift_arm(JobManager *jm);
 
 /* jobs-recover.c */
 int job_manager_recover(JobManager *jm);

@@ -14,7 +14,8 @@
 /* ---- queries ---- */
 
 void job_manager_counts(JobManager *jm, JobCounts *ret) {
-        *ret = (JobCounts){ .queue_depth = jm->queue_len, .worker_restarts = jm->worker_restarts };
+        *ret = (JobCounts){ .queue_depth = jm->queue_len, .worker_restarts = jm->worker_restarts,
+                            .tasks_put_back = jm->tasks_put_back };
         for (int s = JOB_SUCCEEDED; s < _JOB_STATE_MAX; s++)
                 ret->by_state[s] = jm->finished[s];
         for (unsigned b = 0; b < JOB_BUCKETS; b++)
@@ -121,6 +122,12 @@ json_t *job_manager_to_json(JobManager *jm) {
                       jm->cgroups.dir_fd >= 0, "cgroup_path", jm->cgroups.dir_fd >= 0 ? jm->cgroups.path : NULL,
                       "rt_group_sched_trap", jm->cgroups.rt_group_trap, "cgroups_note", jm->cgroups.reason);
         if (o) {
+                json_object_set_new(o, "cpu_enforcement", json_string(cpu_enforcement_to_string(jm->cpusets.mode)));
+                if (jm->cpusets.reason)
+                        json_object_set_new(o, "cpu_enforcement_note", json_string(jm->cpusets.reason));
+                if (jm->cpusets.mode == CPU_ENFORCE_V1)
+                        json_object_set_new(o, "cpuset_path", json_string(jm->cpusets.v1_path));
+                json_object_set_new(o, "tasks_put_back", json_integer((json_int_t) jm->tasks_put_back));
                 json_t *states = json_object();
                 for (int s = 0; s < _JOB_STATE_MAX; s++)
                         json_object_set_new(states, job_state_to_string(s), json_integer(c.by_state[s]));

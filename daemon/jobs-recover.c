@@ -140,11 +140,12 @@ static void recover_active(JobManager *jm, Job *j) {
                         job_rearm_timeout(jm, j, now_mono - MIN(now_mono, now_rt - MIN(now_rt, j->start_usec)));
                         log_info("Re-adopted job %" PRIu64 " (pid %d) on CPUs held since before the restart", j->id,
                                  (int) j->pid);
+                        job_drift_arm(jm);
                         return;
                 }
         }
-        if (j->cgroup && jm->cgroups.dir_fd >= 0)
-                (void) job_cgroup_signal(jm->cgroups.dir_fd, j->cgroup, SIGKILL);
+        if (j->cgroup)
+                job_cgroups_signal(jm, j->cgroup, SIGKILL);
         if (j->pid > 0)
                 job_finish(jm, j, JOB_LOST, "rtd stopped while the job was %s (pid %d) and the process is gone "
                            "without a recorded exit status", was, (int) j->pid);
@@ -211,17 +212,14 @@ int job_manager_recover(JobManager *jm) {
         return 0;
 }
 
-/* Remove job cgroups of ours that no live job uses (leftovers of finished or lost jobs). */
-void job_sweep_cgroups(JobManager *jm) {
+/* Remove the job cgroups of ours in dir_fd that no live job uses, killing what they still hold. */
+static void sweep_dir(JobManager *jm, int dir_fd) {
         char prefix[64];
         struct dirent *de;
         DIR *d;
         int fd;
 
-        jm->cgroups_dirty = false;
-        if (jm->cgroups.dir_fd < 0)
-                return;
-        fd = openat(jm->cgroups.dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0 || !(d = fdopendir(fd))) {
                 safe_close(fd);
                 return;
@@ -235,10 +233,20 @@ void job_sweep_cgroups(JobManager *jm) {
                 j = job_lookup(jm, strtoull(idstr, NULL, 10));
                 if (j && j->state != JOB_QUEUED)
                         continue;
-                if (job_cgroup_remove(jm->cgroups.dir_fd, de->d_name) < 0) {
-                        (void) job_cgroup_signal(jm->cgroups.dir_fd, de->d_name, SIGKILL);
+                if (job_cgroups_remove(jm, de->d_name) < 0) {
+                        job_cgroups_signal(jm, de->d_name, SIGKILL);
                         jm->cgroups_dirty = true;
                 }
         }
         closedir(d);
+}
+
+/* Remove job cgroups (and v1 cpusets) of ours that no live job uses: leftovers of finished or lost jobs,
+ * also those of an rtd that crashed. */
+void job_sweep_cgroups(JobManager *jm) {
+        jm->cgroups_dirty = false;
+        if (jm->cgroups.dir_fd >= 0)
+                sweep_dir(jm, jm->cgroups.dir_fd);
+        if (jm->cpusets.mode == CPU_ENFORCE_V1 && jm->cpusets.v1_fd >= 0)
+                sweep_dir(jm, jm->cpusets.v1_fd);
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "jobs-internal.h"
 #include "manager.h"
 #include "metrics.h"
@@ -71,6 +72,7 @@ static void on_worker_exec(Worker *w, uint64_t job_id, pid_t pid, uint64_t mono,
                 log_struct(LOG_INFO, RTD_MSG_JOB_STARTED, fields, "Job %" PRIu64 " of %s started, worker CPU %u",
                            j->id, strempty(j->user), j->worker_cpu);
         }
+        job_drift_arm(jm);
         if (jm->manager->metrics) {
                 metrics_observe_dispatch(jm->manager->metrics, j->dispatch_usec);
                 (void) metrics_track_task(jm->manager->metrics, pid, j->id, j->cgroup_id);
@@ -304,7 +306,7 @@ static void follow_reserved_cgroup(JobManager *jm) {
         Manager *m = jm->manager;
         const char *rc = m->reservation ? reservation_cgroup(m->reservation) : NULL;
         _cleanup_free_ char *rel = NULL;
-        int fd = -EBADF;
+        _cleanup_close_ int fd = -EBADF;
 
         while (rc && *rc == '/')
                 rc++;
@@ -317,7 +319,12 @@ static void follow_reserved_cgroup(JobManager *jm) {
                                           "rtd's cgroup: %m", strempty(rel));
         }
         jm->reserved_cgroup_fd = safe_close(jm->reserved_cgroup_fd);
-        jm->reserved_cgroup_fd = fd;
+        if (fd >= 0) {
+                /* Workers join its leaf (backend-cgroup.c says why); the reserved cgroup is the jobs' home. */
+                jm->reserved_cgroup_fd = openat(fd, RESERVED_WORKERS_CGROUP, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (jm->reserved_cgroup_fd < 0)
+                        jm->reserved_cgroup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        }
 
         if (jm->own_cgroup_fd < 0)
                 return;         /* job cgroups are not usable at all */
@@ -335,6 +342,7 @@ static void follow_reserved_cgroup(JobManager *jm) {
         free(jm->cgroups.path);
         jm->cgroups.path = TAKE_PTR(path);
         log_info("Jobs get their own cgroups under %s", jm->cgroups.path);
+        job_containment_setup(jm);      /* the cpuset controller in the new home */
 }
 
 int job_manager_set_cpus(JobManager *jm, const CpuSet *reserved) {

@@ -234,8 +234,9 @@ JobSubscription *job_manager_unsubscribe(JobManager *jm, JobSubscription *s) {
 /* ---- signals to a job's whole tree ---- */
 
 void job_signal(JobManager *jm, Job *j, int sig) {
-        if (j->cgroup && jm->cgroups.dir_fd >= 0)
-                (void) job_cgroup_signal(jm->cgroups.dir_fd, j->cgroup, sig);
+        /* By its cgroups: setsid and double forks do not leave them, and no pid is needed. */
+        if (j->cgroup)
+                job_cgroups_signal(jm, j->cgroup, sig);
         /* The job leads its own session and process group (setsid in the child). */
         if (j->pid > 0) {
                 if (j->pidfd >= 0)
@@ -253,9 +254,12 @@ static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* SIGTERM now, SIGKILL after KillGraceSec=. Only once a pid is known; else when it becomes known. */
+/*
+ * SIGTERM now, SIGKILL after KillGraceSec=. A job with a cgroup is signalled through it, its pid known or
+ * not (a child that is cloned in later dies by the SIGKILL); without one only once its pid is known.
+ */
 void job_terminate(JobManager *jm, Job *j) {
-        if (j->pid <= 0 || j->kill_src)
+        if ((j->pid <= 0 && !j->cgroup) || j->kill_src)
                 return;
         job_signal(jm, j, SIGTERM);
         (void) sd_event_add_time_relative(jm->manager->event, &j->kill_src, CLOCK_MONOTONIC,
@@ -342,8 +346,8 @@ void job_unstart(Job *j) {
         j->state = JOB_QUEUED;
         j->drop_requested = false;
         cpuset_zero(&j->cpus);
-        if (j->cgroup && j->jm->cgroups.dir_fd >= 0)
-                (void) job_cgroup_remove(j->jm->cgroups.dir_fd, j->cgroup);     /* made, never entered */
+        if (j->cgroup)
+                (void) job_cgroups_remove(j->jm, j->cgroup);    /* made, never entered */
         free(j->cgroup);
         j->cgroup = NULL;
         j->cgroup_id = 0;
@@ -393,9 +397,11 @@ void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, 
         }
         (void) job_persist(jm, j, false);
         job_remove_unused_spares(j);
-        if (j->cgroup && jm->cgroups.dir_fd >= 0 && job_cgroup_remove(jm->cgroups.dir_fd, j->cgroup) < 0) {
-                /* Leftovers are still dying after cgroup.kill; the sweep removes it later. */
-                jm->cgroups_dirty = true;
+        if (j->cgroup && job_cgroups_remove(jm, j->cgroup) < 0) {
+                /* Whatever the job left behind goes with it; what is still dying, the sweep removes later. */
+                job_cgroups_signal(jm, j->cgroup, SIGKILL);
+                if (job_cgroups_remove(jm, j->cgroup) < 0)
+                        jm->cgroups_dirty = true;
         }
         jm->finished[state]++;
         {
@@ -556,7 +562,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         int first = cpuset_first(cpus), r;
         Worker *w = jm->slots[first].worker;
         _cleanup_strv_free_ char **env = NULL;
-        _cleanup_close_ int cgroup_fd = -EBADF;
+        _cleanup_close_ int cgroup_fd = -EBADF, cpuset_fd = -EBADF;
         char cgroup[64], spare_out[32], spare_err[32];
         _cleanup_free_ char *why = NULL;
         WorkerRlimit rl[WORKER_RLIMITS];
@@ -583,7 +589,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 CPUSET_FOREACH(cpu, cpus)
                         jm->slots[cpu].job = j;
         j->worker_cpu = first;
-        if (jm->cgroups.dir_fd >= 0) {
+        if (jm->cgroups.dir_fd >= 0 || jm->cpusets.mode == CPU_ENFORCE_V1) {
                 snprintf(cgroup, sizeof cgroup, "rtd-%s-job-%" PRIu64, store_instance_id(jm->store), j->id);
                 j->cgroup = strdup(cgroup);
         }
@@ -599,12 +605,17 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 return r;
         }
 
-        /* The job's cgroup is made here, on rtd's CPU: its CPU only forks the job into it. */
+        if (job_needs_refusal(jm, &j->spec)) {
+                job_finish(jm, j, JOB_FAILED, "real-time jobs are not run where no cpuset holds them on their CPUs "
+                           "(%s; [Jobs] RealtimeWithoutCpuset=no)", strempty(jm->cpusets.reason));
+                return 0;
+        }
+        /* The job's cgroups are made here, on rtd's CPU: its CPU only forks the job into them. */
         if (j->cgroup) {
-                cgroup_fd = job_cgroup_make(jm->cgroups.dir_fd, j->cgroup, &j->cgroup_id);
-                if (cgroup_fd < 0) {
-                        job_finish(jm, j, JOB_FAILED, "could not make the job's cgroup %s/%s: %s",
-                                   jm->cgroups.path, j->cgroup, strerror(-cgroup_fd));
+                r = job_cgroups_make(jm, j, &cgroup_fd, &cpuset_fd);
+                if (r < 0) {
+                        job_finish(jm, j, JOB_FAILED, "could not make the job's cgroup %s with its CPUs (%s): %s",
+                                   j->cgroup, cpu_enforcement_to_string(jm->cpusets.mode), strerror(-r));
                         return 0;
                 }
         }
@@ -628,6 +639,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 .n_groups = j->n_groups,
                 .cpus = &j->cpus,
                 .cgroup_fd = cgroup_fd,
+                .cpuset_fd = cpuset_fd,
                 .stdout_fd = -EBADF,
                 .stderr_fd = -EBADF,
                 .cwd = j->spec.cwd ?: "/",
@@ -735,6 +747,11 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
                                       cfg->max_priority);
                 prio = cfg->max_priority;
         }
+        if (job_needs_refusal(jm, spec))
+                return refuse(rf, re, -EPERM, "policy", "real-time jobs need a cpuset to hold them on their CPUs, "
+                              "and this machine has none (%s); submit with policy \"other\", or an administrator "
+                              "may allow them with [Jobs] RealtimeWithoutCpuset=yes, giving up the kernel's hold "
+                              "on the job's CPUs", strempty(jm->cpusets.reason));
         if (prio >= cfg->worker_priority)
                 return refuse(rf, re, -EPERM, "priority", "%u is not below the workers' priority ([Jobs] "
                               "WorkerPriority=%u), which must preempt every job; use 1-%u", prio,
@@ -913,6 +930,7 @@ int job_manager_new(Manager *m, JobManager **ret) {
         jm->limits = (JobLimits){ .v1_pids_fd = -EBADF, .v1_memory_fd = -EBADF };
         jm->own_cgroup_fd = -EBADF;
         jm->reserved_cgroup_fd = -EBADF;
+        jm->cpusets.v1_fd = -EBADF;
         jm->worker_cb = job_worker_callbacks;
         jm->slots = calloc(CPUSET_MAX, sizeof(WorkerSlot));
         jm->buckets = calloc(JOB_BUCKETS, sizeof(Job *));
@@ -948,6 +966,7 @@ int job_manager_new(Manager *m, JobManager **ret) {
                 jm->own_cgroup_fd = fcntl(jm->cgroups.dir_fd, F_DUPFD_CLOEXEC, 3);
                 jm->own_cgroup_path = strdup(strempty(jm->cgroups.path));
         }
+        job_containment_setup(jm);
 
         remove_old_spares(jm);
         r = sd_event_add_defer(m->event, &jm->spare_src, on_spare, jm);
@@ -1006,9 +1025,11 @@ JobManager *job_manager_free(JobManager *jm) {
         sd_event_source_disable_unref(jm->spare_src);
         close_spares(jm);
         sd_event_source_disable_unref(jm->sweep_src);
+        sd_event_source_disable_unref(jm->drift_src);
         job_store_done(jm);
         store_free(jm->store);
         job_cgroups_done(&jm->cgroups);
+        job_cpusets_done(&jm->cpusets);
         job_limits_done(&jm->limits);
         safe_close(jm->own_cgroup_fd);
         free(jm->own_cgroup_path);

@@ -43,6 +43,7 @@ typedef struct JobCounts {
         unsigned queue_depth;
         unsigned workers;
         uint64_t worker_restarts;
+        uint64_t tasks_put_back;        /* job tasks found outside their CPUs and put back (no cpuset) */
 } JobCounts;
 void job_manager_counts(JobManager *j, JobCounts *ret);
 json_t *job_manager_to_json(JobManager *j);     /* for /v1/status */

@@ -228,6 +228,9 @@ static void render_daemon(Metrics *x, FILE *f) {
                 prom_uint(f, "rtd_workers", NULL, jc.workers);
                 prom_family(f, "rtd_worker_restarts_total", "counter", "Workers restarted after dying.");
                 prom_uint(f, "rtd_worker_restarts_total", NULL, jc.worker_restarts);
+                prom_family(f, "rtd_job_tasks_put_back_total", "counter",
+                            "Job tasks found outside their CPUs and put back (where no cpuset holds jobs).");
+                prom_uint(f, "rtd_job_tasks_put_back_total", NULL, jc.tasks_put_back);
         }
 
         for (unsigned k = 0; k < METRICS_HIST_SLOTS; k++)

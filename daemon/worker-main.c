@@ -49,7 +49,7 @@ typedef struct Inbox {
 
 /* What a START's descriptors are for; -1 where none came. */
 typedef struct JobFds {
-        int cgroup, out, err;
+        int cgroup, cpuset, out, err;
         int join[WORKER_START_MAX_JOIN];        /* cgroup v1 directories to join */
         unsigned n_join;
 } JobFds;
@@ -75,12 +75,15 @@ static bool inbox_job_fds(const Inbox *m, JobFds *ret) {
         uint32_t flags = m->b.start.flags;
         unsigned i = 0;
 
-        *ret = (JobFds){ -1, -1, -1 };
+        *ret = (JobFds){ -1, -1, -1, -1 };
         if (m->b.start.n_join > WORKER_START_MAX_JOIN ||
-            m->n_fds != !!(flags & WORKER_START_CGROUP) + 2u * !!(flags & WORKER_START_OUTPUT) + m->b.start.n_join)
+            m->n_fds != !!(flags & WORKER_START_CGROUP) + !!(flags & WORKER_START_CPUSET) +
+                                2u * !!(flags & WORKER_START_OUTPUT) + m->b.start.n_join)
                 return false;
         if (flags & WORKER_START_CGROUP)
                 ret->cgroup = m->fds[i++];
+        if (flags & WORKER_START_CPUSET)
+                ret->cpuset = m->fds[i++];
         if (flags & WORKER_START_OUTPUT) {
                 ret->out = m->fds[i++];
                 ret->err = m->fds[i++];
@@ -285,6 +288,16 @@ static _Noreturn void child_run(const ChildArgs *a) {
                 if (r < 0)
                         child_fail(id, "cgroup", -r);
         }
+        /*
+         * The job's v1 cpuset (hybrid hosts: clone3 can place the child in one hierarchy only). Joined here,
+         * before the child runs anything of the user's: from now on the kernel keeps it and all it forks on
+         * the job's CPUs, whatever affinity they ask for.
+         */
+        if (a->fds.cpuset >= 0) {
+                int r = write_str_at(a->fds.cpuset, "cgroup.procs", "0");
+                if (r < 0)
+                        child_fail(id, "cpuset", -r);
+        }
 
         /* Its cgroups in the v1 hierarchies (pids, memory) too, before anything could fork (job-limits.c). */
         for (unsigned i = 0; i < a->fds.n_join; i++) {
@@ -438,6 +451,7 @@ static void area_release(pid_t pid) {
 static pid_t job_pid;
 static uint64_t job_id;
 static int job_cgroup = -EBADF;         /* the running job's cgroup directory */
+static int job_cpuset = -EBADF;         /* the running job's v1 cpuset directory */
 static int job_steps = -EBADF;          /* the starting child's pipe (read end), until it execs or dies */
 static uint64_t job_deadline;           /* CLOCK_MONOTONIC usec by which it must have exec'd; 0: none */
 static int orphan;
@@ -553,6 +567,7 @@ static void start_job(Inbox *m) {
                 close(ca.fds.join[i]);
         m->n_fds = 0;
         job_cgroup = ca.fds.cgroup;
+        job_cpuset = ca.fds.cpuset;
         job_pid = pid;
         job_id = st->hdr.job_id;
         job_steps = steps[0];
@@ -622,6 +637,26 @@ static void write_exit_file(const WorkerExited *e) {
         write_note(name, text, (size_t) n);
 }
 
+/* SIGKILL every process listed in the cgroup directory's cgroup.procs, in one pass. */
+static void kill_procs(int dir) {
+        static char buf[65536];
+        int fd = openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+        ssize_t n;
+
+        if (fd < 0)
+                return;
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        buf[n > 0 ? n : 0] = 0;
+        for (char *p = buf, *end; *p; p = end) {
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 0)
+                        (void) kill((pid_t) pid, SIGKILL);
+        }
+}
+
 /* The running job is over for the worker: free its CPU of whatever it left, start the one waiting. */
 static void job_done(pid_t pid) {
         /*
@@ -632,6 +667,11 @@ static void job_done(pid_t pid) {
                 (void) write_str_at(job_cgroup, "cgroup.kill", "1");
                 close(job_cgroup);
                 job_cgroup = -EBADF;
+        }
+        if (job_cpuset >= 0) {
+                kill_procs(job_cpuset);         /* once: rtd goes on until it is empty (v1 has no cgroup.kill) */
+                close(job_cpuset);
+                job_cpuset = -EBADF;
         }
         (void) kill(-pid, SIGKILL);
         job_pid = 0;
@@ -755,6 +795,9 @@ int main(int argc, char **argv) {
                 (void) mlockall(MCL_CURRENT | MCL_FUTURE);
         if (sched_getaffinity(0, sizeof worker_mask, &worker_mask) < 0)
                 CPU_ZERO(&worker_mask);
+        /* A job's orphans (double forks, daemons) become the worker's children, not init's: they stay rtd's
+         * descendants, so the reservation's drift check never takes them for strays to move to housekeeping. */
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 #ifdef HAVE_RTD_CLONE3
         (void) area_get();      /* the first child's area, mapped now; without it jobs are forked */
 #endif

@@ -32,16 +32,18 @@ typedef struct WorkerMsg {
 
 /*
  * A START may carry file descriptors (SCM_RIGHTS), in this order: the job's cgroup directory, made by rtd
- * (WORKER_START_CGROUP), then its stdout and stderr files (WORKER_START_OUTPUT): files rtd made ahead of
+ * (WORKER_START_CGROUP), its cgroup v1 cpuset directory, which the child joins before it runs anything of
+ * the user's (WORKER_START_CPUSET, hybrid hosts), then its stdout and stderr files (WORKER_START_OUTPUT): files rtd made ahead of
  * time as spare_stdout/spare_stderr in the output dir, already the user's, which the child renames to
  * <id>.stdout/.stderr. rtd does that work on its own CPU, so the reserved one only forks and execs.
  */
 #define WORKER_START_CGROUP 0x1
 #define WORKER_START_OUTPUT 0x2
 #define WORKER_START_RLIMITS 0x4       /* rlimits[] is set: the child applies them all before exec */
+#define WORKER_START_CPUSET 0x8        /* then the job's v1 cpuset directory (hybrid hosts) */
 /* Then n_join cgroup directories the child joins before anything else (cgroup v1 hierarchies: pids, memory). */
 #define WORKER_START_MAX_JOIN 4
-#define WORKER_START_MAX_FDS (3 + WORKER_START_MAX_JOIN)
+#define WORKER_START_MAX_FDS (4 + WORKER_START_MAX_JOIN)
 
 typedef struct WorkerRlimit {
         uint64_t cur, max;

@@ -284,6 +284,7 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
         WorkerStart st = {
                 .hdr = { .type = WMSG_START, .job_id = j->id },
                 .flags = (j->cgroup_fd >= 0 ? WORKER_START_CGROUP : 0) |
+                         (j->cpuset_fd >= 0 ? WORKER_START_CPUSET : 0) |
                          (j->stdout_fd >= 0 && j->stderr_fd >= 0 ? WORKER_START_OUTPUT : 0) |
                          (j->rlimits ? WORKER_START_RLIMITS : 0),
                 .policy = j->policy,
@@ -356,6 +357,8 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
         } control = {};
         if (st.flags & WORKER_START_CGROUP)
                 fds[n_fds++] = j->cgroup_fd;
+        if (st.flags & WORKER_START_CPUSET)
+                fds[n_fds++] = j->cpuset_fd;
         if (st.flags & WORKER_START_OUTPUT) {
                 fds[n_fds++] = j->stdout_fd;
                 fds[n_fds++] = j->stderr_fd;

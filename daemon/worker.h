@@ -57,6 +57,7 @@ typedef struct WorkerJob {
         size_t n_groups;
         const CpuSet *cpus;
         int cgroup_fd;                  /* the job's cgroup directory, or -1: none */
+        int cpuset_fd;                  /* the job's cgroup v1 cpuset directory, or -1: none */
         int stdout_fd, stderr_fd;       /* pre-made output files, or -1: the child makes them */
         const char *spare_stdout;       /* their names in the output dir */
         const char *spare_stderr;

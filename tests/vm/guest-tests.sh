@@ -203,6 +203,69 @@ check_kernel_enforces() {
 }
 
 status_json() { rtctl status --json 2>/dev/null; }
+
+# check_contain LABEL: issue 11 points 1-2 on cgroup v2. As an unprivileged member of the submit group, a job
+# moves itself to CPU 0, starts a child that keeps re-pinning itself and a setsid'd double-forked grandchild
+# that does too. Checked from outside the job: every task found by the RTD_JOB_ID in its environment may run
+# on the job's CPU only and last ran there; a cancel kills the grandchild; the job's cgroup goes.
+VMUSER=rtdvm-u1
+ESCAPE='taskset -pc 0 $$; echo "taskset rc=$?"; grep Cpus_allowed_list /proc/self/status
+sh -c '"'"'while :; do taskset -pc 0 $$ >/dev/null 2>&1; sleep 0.05; done'"'"' &
+setsid sh -c '"'"'sh -c "echo \$\$ >$GCFILE; while :; do taskset -pc 0 \$\$ >/dev/null 2>&1; sleep 0.05; done" &'"'"'
+sleep 600'
+job_tasks() {   # job_tasks ID: "pid/tid" of every thread of the job's processes
+        local e p t
+        for e in $(grep -lzx "RTD_JOB_ID=$1" /proc/[0-9]*/environ 2>/dev/null); do
+                p=${e%/environ}
+                for t in $p/task/*; do echo "${p#/proc/}/${t##*/}"; done
+        done
+}
+check_contain() {
+        local n=$1 en id j cpus gc d i pt al cpu bad="" seen="" left cg cgpath out
+        en=$(status_json | jq -r '.jobs.cpu_enforcement // empty')
+        check "$n: rtctl status says a cgroup v2 cpuset holds jobs" "$en" '[ "$en" = "cpuset (cgroup v2)" ]'
+        getent passwd $VMUSER >/dev/null || useradd -M -s /bin/sh -G rtd $VMUSER
+        d=$(mktemp -d /tmp/rtdvm.XXXXXX); chmod 777 "$d"
+        id=$(GCFILE=$d/gc setpriv --reuid=$VMUSER --regid=$VMUSER --init-groups -- timeout 120 "$RTCTL_BIN" \
+                submit -C "$d" -e GCFILE=$d/gc -- /bin/sh -c "$ESCAPE" 2>&1)
+        echo "escape job: $id"
+        for i in $(seq 120); do [ -s "$d/gc" ] && break; sleep 1; done
+        gc=$(cat "$d/gc" 2>/dev/null)
+        j=$(rtctl show --json "$id" 2>/dev/null)
+        cpus=$(jq -r '.cpus // empty' <<<"$j")
+        for i in $(seq 10); do
+                for pt in $(job_tasks "$id"); do
+                        al=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/${pt%/*}/task/${pt#*/}/status 2>/dev/null)
+                        cpu=$(sed 's/.*) //' /proc/${pt%/*}/task/${pt#*/}/stat 2>/dev/null | cut -d' ' -f37)
+                        [ -n "$al" ] || continue
+                        seen+="${pt%/*} "
+                        same "$al" "$cpus" && [ "$cpu" = "$cpus" ] || bad+="$pt:allowed=$al,cpu=$cpu "
+                done
+                sleep 0.5
+        done
+        seen=$(tr ' ' '\n' <<<"$seen" | sort -u | paste -sd' ')
+        check "$n: the job and its grandchild stay on the job's CPU $cpus (sampled from outside)" \
+                "${bad:-tasks $seen; grandchild $gc}" \
+                '[ -n "$cpus" ] && [ -z "$bad" ] && [ -n "$gc" ] && [[ " $seen " == *" $gc "* ]] && [ $(wc -w <<<"$seen") -ge 3 ]'
+        out=$(rtctl logs "$id" 2>&1)
+        check "$n: taskset to CPU 0 fails inside the job" "$(tr '\n\t' '  ' <<<"$out")" \
+                'grep -q "taskset rc=1" <<<"$out" && grep -qP "Cpus_allowed_list:\t$cpus$" <<<"$out"'
+        setpriv --reuid=$VMUSER --regid=$VMUSER --init-groups -- timeout 120 "$RTCTL_BIN" cancel "$id"
+        rtctl wait "$id" >/dev/null 2>&1
+        for i in $(seq 60); do
+                left=""
+                for pt in $seen; do [ -d /proc/$pt ] && [ "$(sed 's/.*) //' /proc/$pt/stat | cut -d' ' -f1)" != Z ] && left+="$pt "; done
+                [ -z "$left" ] && break
+                sleep 1
+        done
+        st=$(rtctl show --json "$id" 2>/dev/null | jq -r .state)
+        check "$n: cancel kills every task of the job, the setsid'd grandchild too" "state=$st left=${left:-none}" \
+                '[ "$st" = cancelled ] && [ -z "$left" ]'
+        cg=$(jq -r '.cgroup // empty' <<<"$j"); cgpath=$(status_json | jq -r '.jobs.cgroup_path // empty')
+        for i in $(seq 30); do [ -n "$cg" ] && [ ! -d "$cgpath/$cg" ] && break; sleep 1; done
+        check "$n: the job's cgroup is removed" "$cgpath/${cg:-?}" '[ -n "$cg" ] && [ ! -d "$cgpath/$cg" ]'
+        rm -rf "$d"
+}
 # check_workers LABEL RESERVED: one worker per reserved CPU comes up (idle) within a generous minute.
 all_idle() { [ -n "$1" ] && ! tr ' ' '\n' <<<"$1" | grep -qvE '^[0-9]+:idle$'; }   # "4:idle 5:idle"
 check_workers() {
@@ -319,6 +382,8 @@ MaxCoresPerUser=1"; then
         check_job systemd 4-7
         sec "limits (systemd)"
         check_limits systemd
+        sec "containment (systemd)"
+        check_contain systemd
 
         sec "release (systemd)"
         out=$(rtctl release 2>&1); rc=$?; echo "$out"
@@ -391,6 +456,7 @@ Backend=cgroup"; then
         fi
         run_job -- /bin/sh -c "$JOB_PROBE"
         check_job cgroup 4-7
+        check_contain cgroup
         out=$(rtctl release 2>&1); rc=$?; echo "$out"
         check "cgroup: rtctl release" "rc=$rc" '[ $rc = 0 ]'
         sleep 2
