@@ -517,10 +517,64 @@ int verb_wait(Ctl *c, int argc, char **argv) {
 
 /* ---- logs ---- */
 
+typedef struct LogState {
+        uint64_t received;      /* bytes written to stdout: where a resumed stream starts */
+        bool failed;
+} LogState;
+
 static bool on_log_chunk(const char *data, size_t size, void *userdata) {
-        fwrite(data, 1, size, stdout);
-        fflush(stdout);
+        LogState *l = userdata;
+
+        if (fwrite(data, 1, size, stdout) != size || fflush(stdout) != 0) {
+                l->failed = true;       /* stdout closed (| head): stop */
+                return false;
+        }
+        l->received += size;
         return true;
+}
+
+/*
+ * logs -f: print until the job has ended and rtd has sent every byte. A stream that ends before that (rtd
+ * restarted, the connection dropped) is resumed where it stopped (offset=), so nothing is printed twice or
+ * lost; rtctl gives up only when rtd stays unreachable for a minute.
+ */
+static int follow_logs(Ctl *c, uint64_t id, const char *stream) {
+        LogState l = {};
+        unsigned unreachable = 0;
+        char path[160];
+        int r;
+
+        for (;;) {
+                CtlResponse resp;
+                json_t *job = NULL;
+                long status;
+
+                snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s&follow=1&offset=%" PRIu64, id,
+                         stream, l.received);
+                r = ctl_stream(c, path, on_log_chunk, &l, &resp);
+                status = resp.status;
+                ctl_response_done(&resp);
+                if (l.failed)
+                        return RTCTL_EXIT_REFUSED;
+                if (r == 0 && status != 200) {
+                        fprintf(stderr, "rtctl: rtd answered HTTP %ld to %s\n", status, path);
+                        return RTCTL_EXIT_REFUSED;
+                }
+                if (r == 0) {
+                        /* rtd ends the body when the job is over; make sure, then stop. */
+                        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+                        r = ctl_get_json(c, path, &job);
+                        if (r != 0)
+                                return r;
+                        bool over = state_is_final(jstr(job, "state", NULL));
+                        json_decref(job);
+                        if (over)
+                                return RTCTL_EXIT_OK;
+                        unreachable = 0;
+                } else if (++unreachable > 120)
+                        return r;
+                usleep(500000);
+        }
 }
 
 int verb_logs(Ctl *c, int argc, char **argv) {
@@ -561,20 +615,16 @@ int verb_logs(Ctl *c, int argc, char **argv) {
         if (r != 0)
                 return r;
         json_decref(job);
-        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s%s", id, err ? "stderr" : "stdout",
-                 follow ? "&follow=1" : "");
-        if (follow) {
-                r = ctl_stream(c, path, on_log_chunk, NULL, &resp);
-                ctl_response_done(&resp);
-                return r;
+        if (follow)
+                return follow_logs(c, id, err ? "stderr" : "stdout");
+        /* Streamed too: a log of any size is copied through, never held whole. */
+        LogState l = {};
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s", id, err ? "stderr" : "stdout");
+        r = ctl_stream(c, path, on_log_chunk, &l, &resp);
+        if (r == 0 && resp.status != 200) {
+                fprintf(stderr, "rtctl: rtd answered HTTP %ld to %s\n", resp.status, path);
+                r = RTCTL_EXIT_REFUSED;
         }
-        r = ctl_request(c, "GET", path, NULL, &resp);
-        if (r != 0)
-                return r;
-        if (resp.status != 200)
-                r = ctl_fail(c, &resp);
-        else if (resp.body)
-                fwrite(resp.body, 1, resp.size, stdout);
         ctl_response_done(&resp);
-        return r;
+        return l.failed ? RTCTL_EXIT_REFUSED : r;
 }

@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Data in and out of rtd, as hostile local users see it (issue 12 points 4-6): job output streamed with
+bounded memory (every byte, also while the job writes), the store and its state directory private, output
+never handed to the owner of a recreated store's job with the same id, a started job never run twice, job
+names without control characters and rtctl escaping what it prints. rtd reserves CPU 1 in a private PID
+namespace; holds /tmp/rtd-knobs.lock for the whole run."""
+import hashlib
+import json
+import os
+import pwd
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+
+from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run, run_tests, test
+
+CPU = 1
+GROUP = "rtddatagrp"
+PATH_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+CONF = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n[Jobs]\nKillGraceSec=1\n"
+        f"[Access]\nSubmitGroup={GROUP}\n")
+MiB = 1024 * 1024
+
+
+class DataRtd:
+    """rtd reserving CPU 1; knobs checked on exit. keep=True leaves the directory for a second start."""
+
+    def __init__(self, rtd=None):
+        self.rtd = rtd
+
+    def __enter__(self):
+        need_root()
+        if os.cpu_count() < 2:
+            raise Skip("needs 2 CPUs: CPU 0 for housekeeping, CPU 1 reserved")
+        subprocess.run(["groupadd", "-f", GROUP], check=True)
+        self.knobs = Knobs()
+        self.rtd = self.rtd or Rtd(reserve=str(CPU), conf=CONF, name="data")
+        try:
+            self.rtd.start()
+            wait_worker(self.rtd)
+        except BaseException:
+            self.rtd.cleanup()
+            raise
+        return self.rtd
+
+    def __exit__(self, *exc):
+        self.rtd.cleanup()
+        diff = self.knobs.diff()
+        if diff:
+            self.knobs.restore()
+            if not exc[0]:
+                raise AssertionError(f"rtd left global knobs changed: {diff}")
+
+
+def api(rtd, method, path, body=None, timeout=30):
+    """Raw HTTP/1.1 over the socket as root; returns (status, parsed JSON or bytes)."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(rtd.socket)
+    data = b"" if body is None else json.dumps(body).encode()
+    s.sendall(f"{method} {path} HTTP/1.1\r\nHost: rtd\r\nConnection: close\r\nContent-Type: application/json\r\n"
+              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    raw = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        raw += b
+    s.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status = int(head.split()[1])
+    if b"chunked" in head.lower():
+        out = b""
+        while body:
+            size, _, rest = body.partition(b"\r\n")
+            n = int(size, 16)
+            if n == 0:
+                break
+            out, body = out + rest[:n], rest[n + 2:]
+        body = out
+    try:
+        return status, json.loads(body)
+    except ValueError:
+        return status, body
+
+
+def wait_worker(rtd, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        st, s = api(rtd, "GET", "/v1/status")
+        ws = (s.get("jobs") or {}).get("workers", []) if st == 200 else []
+        if ws and all(w["state"] in ("idle", "busy") for w in ws):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no worker became ready: {s}")
+
+
+def wait_final(rtd, jid, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
+        if j["state"] in ("succeeded", "failed", "cancelled", "timed_out", "lost"):
+            return j
+        time.sleep(0.1)
+    raise AssertionError(f"job {jid} did not end: {j}")
+
+
+def wait_state(rtd, jid, states, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
+        if j["state"] in states:
+            return j
+        time.sleep(0.05)
+    raise AssertionError(f"job {jid} never reached {states}: {j}")
+
+
+def as_user(u, *cmd):
+    return ["setpriv", f"--reuid={u.uid}", f"--regid={pwd.getpwuid(u.uid).pw_gid}", "--init-groups", "--", *cmd]
+
+
+def uctl(rtd, u, *args, check=None, binary=False):
+    cmd = as_user(u, RTCTL, "--socket", rtd.socket, *args)
+    if binary:
+        return subprocess.run(cmd, capture_output=True, timeout=120)
+    return run(cmd, check=check)
+
+
+def usubmit(rtd, u, *argv, name=None):
+    extra = ["--name", name] if name else []
+    p = uctl(rtd, u, "submit", "-E", "-e", "PATH=" + PATH_ENV["PATH"], *extra, "--", *argv, check=0)
+    return int(p.stdout)
+
+
+def sha_of_logs(rtd, u, jid, *flags):
+    """sha256 and length of what `rtctl logs` prints, streamed through a pipe (never held whole)."""
+    p = subprocess.Popen(as_user(u, RTCTL, "--socket", rtd.socket, "logs", *flags, str(jid)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    h, n = hashlib.sha256(), 0
+    while True:
+        b = p.stdout.read(1 << 20)
+        if not b:
+            break
+        h.update(b)
+        n += len(b)
+    err = p.stderr.read()
+    assert p.wait(120) == 0, (p.returncode, err)
+    return h.hexdigest(), n
+
+
+def sha_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while b := f.read(1 << 20):
+            h.update(b)
+    return h.hexdigest()
+
+
+def user_tmp(u):
+    d = tempfile.mkdtemp(prefix="rtd-data-")
+    os.chown(d, u.uid, -1)
+    return d
+
+
+# ---- point 4: output streamed, every byte, bounded memory ----
+
+@test
+def logs_of_50mib_match_the_file():
+    with TestUser("rtddata-u1", groups=[GROUP]) as u, DataRtd() as rtd:
+        d = user_tmp(u)
+        try:
+            copy = os.path.join(d, "copy")
+            jid = usubmit(rtd, u, "/bin/sh", "-c", f"head -c {50 * MiB} /dev/urandom | tee {copy}")
+            assert wait_final(rtd, jid)["state"] == "succeeded"
+            want = sha_file(copy)
+            assert sha_of_logs(rtd, u, jid) == (want, 50 * MiB)
+            assert sha_of_logs(rtd, u, jid, "-f") == (want, 50 * MiB)
+        finally:
+            subprocess.run(["rm", "-rf", d])
+
+
+@test
+def logs_follow_a_growing_50mib_log_to_the_last_byte():
+    with TestUser("rtddata-u1", groups=[GROUP]) as u, DataRtd() as rtd:
+        d = user_tmp(u)
+        try:
+            copy = os.path.join(d, "copy")
+            # 50 MiB in 1 MiB steps over ~3 s: rtctl logs -f starts while the job is still writing.
+            jid = usubmit(rtd, u, "/bin/sh", "-c",
+                          f"for i in $(seq 50); do head -c {MiB} /dev/urandom; sleep 0.05; done | tee {copy}")
+            wait_state(rtd, jid, ("running",))
+            got = sha_of_logs(rtd, u, jid, "-f")
+            j = wait_final(rtd, jid)
+            assert j["state"] == "succeeded", j
+            assert got == (sha_file(copy), 50 * MiB), got
+        finally:
+            subprocess.run(["rm", "-rf", d])
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@test
+def slow_readers_of_a_1gib_log_cost_a_fixed_buffer():
+    with TestUser("rtddata-u1", groups=[GROUP]) as u, DataRtd() as rtd:
+        # A sparse 1 GiB stdout: the job extends its own output file without writing it.
+        jid = usubmit(rtd, u, "/bin/sh", "-c", "truncate -s 1G /proc/self/fd/1")
+        assert wait_final(rtd, jid)["state"] == "succeeded"
+        before = rss_kb(rtd.pid)
+        socks = []
+        for i in range(16):
+            s = socket.socket(socket.AF_UNIX)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(rtd.socket)
+            follow = "&follow=1" if i % 2 else ""
+            s.sendall(f"GET /v1/jobs/{jid}/output?stream=stdout{follow} HTTP/1.1\r\nHost: rtd\r\n\r\n".encode())
+            socks.append(s)
+        try:
+            time.sleep(1)
+            for s in socks:             # each reads a little, then stalls
+                s.settimeout(10)
+                assert s.recv(4096).startswith(b"HTTP/1.1 200"), "no answer"
+            time.sleep(2)
+            after = rss_kb(rtd.pid)
+            st, _ = api(rtd, "GET", "/v1/status")
+            assert st == 200, "rtd stopped answering with 16 slow readers"
+        finally:
+            for s in socks:
+                s.close()
+        print(f"  rtd RSS {before} kB before, {after} kB with 16 slow readers of a 1 GiB log "
+              f"(+{after - before} kB)", flush=True)
+        assert after - before < 16 * 1024, f"RSS grew by {after - before} kB"
+
+
+if __name__ == "__main__":
+    _lock = knob_lock() if os.geteuid() == 0 else None
+    run_tests()
