@@ -36,6 +36,7 @@ typedef struct Job {
         unsigned worker_cpu;            /* the worker that forked it */
         pid_t pid;
         uint64_t boottime_usec;         /* CLOCK_BOOTTIME at fork, to recognise the pid after a restart */
+        char boot_id[40];               /* the kernel's boot_id when it was handed out ("" before) */
         char *cgroup;                   /* cgroup name under the job cgroup dir, or NULL */
         uint64_t cgroup_id;             /* its id once made, else 0 */
         uint64_t spares;                /* handed spare-<n-1> (stdout) and spare-<n> (stderr) that its
@@ -90,7 +91,8 @@ struct JobSubscription {
 struct JobManager {
         Manager *manager;
         Store *store;
-        int output_fd;
+        int output_fd;                  /* output/<store instance id>/ */
+        char boot_id[40];               /* this boot's /proc/sys/kernel/random/boot_id */
         JobCgroups cgroups;
         int own_cgroup_fd;              /* job cgroups' home without a reserved cgroup (rtd's own), or -1 */
         char *own_cgroup_path;
@@ -154,6 +156,8 @@ JobState job_state_after_exit(Job *j, const WorkerExited *e);         /* sets th
 void job_signal(JobManager *jm, Job *j, int sig);
 void job_terminate(JobManager *jm, Job *j);
 int job_persist(JobManager *jm, Job *j, bool insert);
+/* The same, on disk before it returns: a job handed to a worker must never run again after a power cut. */
+int job_persist_durable(JobManager *jm, Job *j, bool insert);
 void job_publish(JobManager *jm, Job *j);
 void job_release_cpus(JobManager *jm, Job *j);
 char *job_log_fields(const Job *j);
@@ -182,4 +186,6 @@ uint64_t job_parse_time(const char *s);
 
 /* jobs-recover.c */
 int job_manager_recover(JobManager *jm);
+/* Output files of an rtd before output/<instance>/ that belong to this store's jobs move in there. */
+void job_output_adopt_legacy(JobManager *jm, int legacy_fd);
 void job_sweep_cgroups(JobManager *jm);

@@ -239,6 +239,146 @@ def slow_readers_of_a_1gib_log_cost_a_fixed_buffer():
         assert after - before < 16 * 1024, f"RSS grew by {after - before} kB"
 
 
+# ---- point 5: data at rest ----
+
+def mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def state_dir(rtd):
+    return os.path.join(rtd.dir, "state")
+
+
+def instance(rtd):
+    st, s = api(rtd, "GET", "/v1/status")
+    return s["jobs"]["store"]["instance"]
+
+
+@test
+def store_and_state_directory_are_private():
+    with TestUser("rtddata-u1", groups=[GROUP]) as u, DataRtd() as rtd:
+        jid = usubmit(rtd, u, "/bin/true")
+        wait_final(rtd, jid)
+        sd = state_dir(rtd)
+        assert mode(sd) & 0o077 == 0o011 or mode(sd) & 0o077 == 0, oct(mode(sd))
+        for f in ("jobs.db", "jobs.db-wal", "jobs.db-shm"):
+            assert mode(os.path.join(sd, f)) == 0o600, (f, oct(mode(os.path.join(sd, f))))
+        # What another local user gets: no listing, no reading, not even of the WAL.
+        for cmd in (["ls", sd], ["cat", os.path.join(sd, "jobs.db")], ["cat", os.path.join(sd, "jobs.db-wal")]):
+            p = subprocess.run(as_user(u, *cmd), capture_output=True, text=True)
+            assert p.returncode != 0 and "Permission denied" in p.stderr, (cmd, p)
+        # Their own output file is still theirs to open by name (the directories are traversable).
+        p = subprocess.run(as_user(u, "cat", os.path.join(sd, "output", instance(rtd), f"{jid}.stdout")),
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p
+
+
+@test
+def modes_of_an_older_rtd_are_fixed_on_start():
+    with TestUser("rtddata-u1", groups=[GROUP]) as u:
+        with DataRtd() as rtd:
+            jid = usubmit(rtd, u, "/bin/true")
+            wait_final(rtd, jid)
+            rtd.kill9()         # leaves -wal and -shm behind, as a crash would
+            sd = state_dir(rtd)
+            for f in ("jobs.db", "jobs.db-wal", "jobs.db-shm"):
+                os.chmod(os.path.join(sd, f), 0o644)
+            os.chmod(sd, 0o755)
+            rtd.start()
+            wait_worker(rtd)
+            assert mode(sd) == 0o711, oct(mode(sd))
+            for f in ("jobs.db", "jobs.db-wal", "jobs.db-shm"):
+                assert mode(os.path.join(sd, f)) == 0o600, (f, oct(mode(os.path.join(sd, f))))
+            assert api(rtd, "GET", f"/v1/jobs/{jid}")[1]["state"] == "succeeded"
+
+
+@test
+def a_recreated_store_never_hands_out_old_output():
+    with TestUser("rtddata-u1", groups=[GROUP]) as a, TestUser("rtddata-u2", groups=[GROUP]) as b:
+        with DataRtd() as rtd:
+            for _ in range(2):
+                wait_final(rtd, usubmit(rtd, a, "/bin/sh", "-c", "echo a-secret; echo a-secret >&2"))
+            rtd.stop()
+            for f in os.listdir(state_dir(rtd)):
+                if f.startswith("jobs.db"):
+                    os.unlink(os.path.join(state_dir(rtd), f))
+            rtd.start()
+            wait_worker(rtd)
+            # The new store's job 1 keeps the CPU busy; b's job 2 waits (queued or handed ahead).
+            st, j1 = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sleep", "3"], "env": PATH_ENV})
+            assert st == 201 and j1["id"] == 1, j1
+            j2 = usubmit(rtd, b, "/bin/echo", "b-output")
+            assert j2 == 2
+            for flags in ((), ("--stderr",)):
+                p = uctl(rtd, b, "logs", *flags, str(j2), check=0)
+                assert "a-secret" not in p.stdout and p.stdout == "", p.stdout
+            st, body = api(rtd, "GET", "/v1/jobs/2/output?stream=stdout")
+            assert st == 200 and b"a-secret" not in body, body
+            wait_final(rtd, j2)
+            assert uctl(rtd, b, "logs", str(j2), check=0).stdout == "b-output\n"
+
+
+@test
+def a_started_job_is_synced_before_it_runs():
+    with DataRtd() as rtd:
+        d = tempfile.mkdtemp(prefix="rtd-data-")
+        trace = os.path.join(d, "trace")
+        st_ = subprocess.Popen(["strace", "-f", "-ttt", "-y", "-e", "trace=fsync,fdatasync", "-o", trace,
+                                "-p", str(rtd.pid)], stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1)       # strace attached to every thread
+            stamp = os.path.join(d, "started")
+            st, j = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"date +%s.%N > {stamp}"],
+                                                  "env": PATH_ENV})
+            assert st == 201, j
+            assert wait_final(rtd, j["id"])["state"] == "succeeded"
+        finally:
+            st_.terminate()
+            st_.wait(10)
+        started = float(open(stamp).read())
+        syncs = [float(l.split()[1]) for l in open(trace) if "jobs.db-wal" in l and "sync(" in l]
+        subprocess.run(["rm", "-rf", d])
+        assert [t for t in syncs if t <= started], f"no fsync of the WAL before the job ran ({syncs}, {started})"
+
+
+def sql(rtd, query, *args):
+    import sqlite3
+    c = sqlite3.connect(os.path.join(state_dir(rtd), "jobs.db"))
+    try:
+        r = c.execute(query, args).fetchall()
+        c.commit()
+        return r
+    finally:
+        c.close()
+
+
+@test
+def a_job_started_before_a_power_cut_never_runs_again():
+    with DataRtd() as rtd:
+        d = tempfile.mkdtemp(prefix="rtd-data-")
+        ran = os.path.join(d, "ran")
+        try:
+            st, j = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"echo ran >> {ran}"], "env": PATH_ENV})
+            assert wait_final(rtd, j["id"])["state"] == "succeeded"
+            out = os.path.join(state_dir(rtd), "output", instance(rtd))
+            rtd.stop()
+            # What a power cut can leave: the store says "starting" (synced before the hand-over, in an
+            # earlier boot), the files the job's child made were still in the page cache and are gone.
+            sql(rtd, "UPDATE jobs SET state = 'starting', data = json_set(data, '$.state', 'starting', "
+                "'$.boot_id', '00000000-0000-0000-0000-000000000000', '$.pid', 0) WHERE id = ?", j["id"])
+            for f in os.listdir(out):
+                if f.startswith(f"{j['id']}."):
+                    os.unlink(os.path.join(out, f))
+            rtd.start()
+            wait_worker(rtd)
+            after = wait_final(rtd, j["id"])
+            time.sleep(1)
+            assert after["state"] == "lost", after
+            assert open(ran).read() == "ran\n", "the job ran again"
+        finally:
+            subprocess.run(["rm", "-rf", d])
+
+
 if __name__ == "__main__":
     _lock = knob_lock() if os.geteuid() == 0 else None
     run_tests()
