@@ -25,9 +25,9 @@
 
 extern char **environ;
 
+/* Every string shown from rtd goes through here: escaped for the terminal (escape.c). */
 static const char *jstr(json_t *o, const char *key, const char *dflt) {
-        const char *s = json_string_value(json_object_get(o, key));
-        return s && *s ? s : dflt;
+        return ctl_jstr(o, key, dflt);
 }
 
 static int parse_job_id(const char *verb, const char *s, uint64_t *ret) {
@@ -410,6 +410,7 @@ static void print_value(const char *key, json_t *v, int indent) {
         const char *k;
         json_t *child;
 
+        key = ctl_safe(key);
         if (json_is_object(v) && streq(key, "env")) {
                 printf("%*s%s: (%zu variables; --json shows them)\n", indent, "", key, json_object_size(v));
                 return;
@@ -423,10 +424,11 @@ static void print_value(const char *key, json_t *v, int indent) {
         if (json_is_null(v))
                 return;
         if (json_is_string(v))
-                printf("%*s%s: %s\n", indent, "", key, json_string_value(v));
+                printf("%*s%s: %s\n", indent, "", key, ctl_safe(json_string_value(v)));
         else {
+                /* JSON escapes C0 controls but leaves C1 ones (U+0080..U+009F) as they are. */
                 _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
-                printf("%*s%s: %s\n", indent, "", key, strempty(s));
+                printf("%*s%s: %s\n", indent, "", key, ctl_safe(strempty(s)));
         }
 }
 

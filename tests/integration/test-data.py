@@ -379,6 +379,57 @@ def a_job_started_before_a_power_cut_never_runs_again():
             subprocess.run(["rm", "-rf", d])
 
 
+# ---- point 6: safe to print ----
+
+@test
+def control_characters_in_job_names_are_refused():
+    with TestUser("rtddata-u1", groups=[GROUP]) as u, DataRtd() as rtd:
+        for name in ("a\x1b[2Jb", "a\u009b2Jb", "a\u0085b", "tab\there", "a\x7fb"):
+            st, p = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/true"], "name": name, "env": PATH_ENV})
+            assert st == 400 and p["title"] == "Invalid job spec" and p["detail"].startswith("name:"), (name, st, p)
+        p = uctl(rtd, u, "submit", "--name", "x\u009b31my", "--", "/bin/true")
+        assert p.returncode == 1 and "name" in p.stderr, p
+        st, page = api(rtd, "GET", "/v1/jobs")
+        assert page["jobs"] == [], page         # nothing was created
+        assert usubmit(rtd, u, "/bin/true", name="ünïcode ok") > 0
+
+
+CONTROL = [bytes([c]) for c in range(0x20) if c != 0x0a] + [b"\x7f"] + [bytes([0xc2, c]) for c in range(0x80, 0xa0)]
+
+
+def raw_controls(data):
+    return [c for c in CONTROL if c in data]
+
+
+@test
+def rtctl_escapes_what_it_prints():
+    with TestUser("rtddata-u1", groups=[GROUP]) as u, DataRtd() as rtd:
+        d = user_tmp(u)
+        try:
+            # A command whose name, arguments and working directory carry terminal escapes.
+            evil = os.path.join(d, "x\x1b]0;owned\x07\x1b[2J\u009b31m")
+            os.mkdir(evil)
+            os.chown(evil, u.uid, -1)
+            prog = os.path.join(evil, "run\x1b[1;31m")
+            os.symlink("/bin/echo", prog)
+            jid = usubmit(rtd, u, prog, "arg\x1b[5m\u009b1m", "\x07bell")
+            p = uctl(rtd, u, "submit", "-C", evil, "-E", "-e", "PATH=/bin", "--", prog, "cwd", check=0)
+            jid2 = int(p.stdout)
+            wait_final(rtd, jid)
+            wait_final(rtd, jid2)
+            for args in (("list",), ("show", str(jid)), ("show", str(jid2)), ("wait", str(jid2))):
+                out = subprocess.run([RTCTL, "--socket", rtd.socket, *args], capture_output=True, timeout=60)
+                assert out.returncode == 0, (args, out)
+                assert not raw_controls(out.stdout + out.stderr), (args, raw_controls(out.stdout), out.stdout)
+            show = subprocess.run([RTCTL, "--socket", rtd.socket, "show", str(jid2)], capture_output=True).stdout
+            assert b"\\x1b]0;owned\\x07" in show and b"\\u009b31m" in show, show     # escaped, still legible
+            # logs prints the job's bytes as they are.
+            out = subprocess.run([RTCTL, "--socket", rtd.socket, "logs", str(jid)], capture_output=True).stdout
+            assert out == "arg\x1b[5m\u009b1m \x07bell\n".encode(), out
+        finally:
+            subprocess.run(["rm", "-rf", d])
+
+
 if __name__ == "__main__":
     _lock = knob_lock() if os.geteuid() == 0 else None
     run_tests()
