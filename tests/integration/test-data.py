@@ -360,15 +360,15 @@ def a_job_started_before_a_power_cut_never_runs_again():
         try:
             st, j = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"echo ran >> {ran}"], "env": PATH_ENV})
             assert wait_final(rtd, j["id"])["state"] == "succeeded"
-            out = os.path.join(state_dir(rtd), "output", instance(rtd))
             rtd.stop()
             # What a power cut can leave: the store says "starting" (synced before the hand-over, in an
             # earlier boot), the files the job's child made were still in the page cache and are gone.
             sql(rtd, "UPDATE jobs SET state = 'starting', data = json_set(data, '$.state', 'starting', "
                 "'$.boot_id', '00000000-0000-0000-0000-000000000000', '$.pid', 0) WHERE id = ?", j["id"])
-            for f in os.listdir(out):
-                if f.startswith(f"{j['id']}."):
-                    os.unlink(os.path.join(out, f))
+            for top, _, files in os.walk(os.path.join(state_dir(rtd), "output")):
+                for f in files:
+                    if f.startswith(f"{j['id']}."):
+                        os.unlink(os.path.join(top, f))
             rtd.start()
             wait_worker(rtd)
             after = wait_final(rtd, j["id"])
