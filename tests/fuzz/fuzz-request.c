@@ -21,11 +21,13 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "jobs-internal.h"
 #include "jobs.h"
 #include "manager.h"
 #include "metrics.h"
 #include "reserve.h"
 #include "shared/log.h"
+#include "store.h"
 #include "topology.h"
 
 #ifndef RTD_FIXTURES_DIR
@@ -49,6 +51,33 @@ static int open_dir(const char *sub) {
         if (fd < 0)
                 abort();
         return fd;
+}
+
+/* Job 1, finished, the caller's, with 100 kB of output: show, cancel, output and follow have a target. */
+static void add_finished_job(void) {
+        json_t *data = json_pack("{s:I,s:s,s:s,s:s,s:i,s:{s:[s,s],s:{s:s},s:i},s:i,s:[i],s:I,s:I,s:I,s:i}", "id",
+                                 (json_int_t) 1, "name", "fz", "state", "succeeded", "user", "nobody", "uid",
+                                 (int) user_uid, "spec", "argv", "/bin/echo", "x", "env", "A", "B", "cores", 1,
+                                 "gid", (int) user_gid, "groups", (int) user_gid, "submit_usec", (json_int_t) 1,
+                                 "start_usec", (json_int_t) 2, "end_usec", (json_int_t) 3, "exit_code", 0);
+        StoreJob sj = { .id = 1, .state = "succeeded", .uid = user_uid, .seq = 1, .data = data };
+        char line[128];
+        int fd;
+
+        if (!data || store_insert(m.jobs->store, &sj) < 0)
+                abort();
+        json_decref(data);
+        for (const char *const *n = (const char *const[]){ "1.stdout", "1.stderr", NULL }; *n; n++) {
+                fd = openat(m.jobs->output_fd, *n, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        abort();
+                for (int i = 0; i < 2000; i++) {
+                        int k = snprintf(line, sizeof line, "line %d of job 1's output\n", i);
+                        if (write(fd, line, (size_t) k) != k)
+                                abort();
+                }
+                close(fd);
+        }
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -87,6 +116,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
             job_manager_new(&m, &m.jobs) < 0 || metrics_new(&m, &m.metrics) < 0)
                 abort();
         close(fd);
+        add_finished_job();
         return 0;
 }
 
