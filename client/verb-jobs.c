@@ -590,7 +590,6 @@ int verb_logs(Ctl *c, int argc, char **argv) {
         char path[128];
         CtlResponse resp;
         uint64_t id;
-        json_t *job;
         int o, r;
 
         while ((o = getopt_long(argc, argv, "+feh", options, NULL)) >= 0)
@@ -611,12 +610,20 @@ int verb_logs(Ctl *c, int argc, char **argv) {
         r = parse_job_id("logs", argv[optind], &id);
         if (r != 0)
                 return r;
-        /* Ask first, so a refusal prints the daemon's reason instead of problem JSON as "output". */
-        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
-        r = ctl_get_json(c, path, &job);
+        /*
+         * Ask first (for no bytes: the offset is past any file), so a refusal (no such job, not yours) prints
+         * the daemon's reason instead of problem JSON as "output".
+         */
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s&offset=%" PRId64, id,
+                 err ? "stderr" : "stdout", INT64_MAX);
+        r = ctl_request(c, "GET", path, NULL, &resp);
         if (r != 0)
                 return r;
-        json_decref(job);
+        if (resp.status != 200)
+                r = ctl_fail(c, &resp);
+        ctl_response_done(&resp);
+        if (r != 0)
+                return r;
         if (follow)
                 return follow_logs(c, id, err ? "stderr" : "stdout");
         /* Streamed too: a log of any size is copied through, never held whole. */

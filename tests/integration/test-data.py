@@ -256,9 +256,16 @@ def instance(rtd):
 
 @test
 def store_and_state_directory_are_private():
-    with TestUser("rtddata-u1", groups=[GROUP]) as u, DataRtd() as rtd:
-        jid = usubmit(rtd, u, "/bin/true")
+    with TestUser("rtddata-u1", groups=[GROUP]) as u, TestUser("rtddata-u2", groups=[GROUP]) as other, \
+            DataRtd() as rtd:
+        jid = usubmit(rtd, u, "/bin/echo", "u1-secret")
         wait_final(rtd, jid)
+        # Another user of the group: not through the API, not through the file system.
+        p = uctl(rtd, other, "logs", str(jid))
+        assert p.returncode == 1 and "owner" in p.stderr and "u1-secret" not in p.stdout, p
+        p = subprocess.run(as_user(other, "cat", os.path.join(state_dir(rtd), "output", instance(rtd),
+                                                              f"{jid}.stdout")), capture_output=True, text=True)
+        assert p.returncode != 0 and "u1-secret" not in p.stdout, p
         sd = state_dir(rtd)
         assert mode(sd) & 0o077 == 0o011 or mode(sd) & 0o077 == 0, oct(mode(sd))
         for f in ("jobs.db", "jobs.db-wal", "jobs.db-shm"):
