@@ -239,6 +239,23 @@ def slow_readers_of_a_1gib_log_cost_a_fixed_buffer():
         assert after - before < 16 * 1024, f"RSS grew by {after - before} kB"
 
 
+
+@test
+def output_resumes_at_an_offset():
+    """What rtctl logs -f asks for after a dropped connection: the rest of the file, nothing twice."""
+    with TestUser("rtddata-u1", groups=[GROUP]) as u, DataRtd() as rtd:
+        jid = usubmit(rtd, u, "/usr/bin/seq", "100000")
+        wait_final(rtd, jid)
+        data = "".join(f"{i}\n" for i in range(1, 100001)).encode()
+        for q, want in ((f"offset=5000", data[5000:]), ("offset=5000&follow=1", data[5000:]),
+                        (f"offset={len(data)}", b""), ("offset=99999999999", b""), ("offset=0", data)):
+            st, body = api(rtd, "GET", f"/v1/jobs/{jid}/output?{q}")
+            assert st == 200 and body == want, (q, st, len(body))
+        for q in ("offset=-1", "offset=x", "offset=99999999999999999999"):
+            st, p = api(rtd, "GET", f"/v1/jobs/{jid}/output?{q}")
+            assert st == 400 and "offset" in p["detail"], (q, st, p)
+
+
 # ---- point 5: data at rest ----
 
 def mode(path):
@@ -297,6 +314,31 @@ def modes_of_an_older_rtd_are_fixed_on_start():
             for f in ("jobs.db", "jobs.db-wal", "jobs.db-shm"):
                 assert mode(os.path.join(sd, f)) == 0o600, (f, oct(mode(os.path.join(sd, f))))
             assert api(rtd, "GET", f"/v1/jobs/{jid}")[1]["state"] == "succeeded"
+
+
+@test
+def output_of_an_older_rtd_is_adopted_only_by_its_owner():
+    with TestUser("rtddata-u1", groups=[GROUP]) as u, DataRtd() as rtd:
+        jid = usubmit(rtd, u, "/bin/sh", "-c", "echo mine; echo err >&2")
+        wait_final(rtd, jid)
+        inst = os.path.join(state_dir(rtd), "output", instance(rtd))
+        legacy = os.path.join(state_dir(rtd), "output")
+        rtd.stop()
+        # The layout of an older rtd: <id>.stdout directly in output/. Its stderr file there is root's (not
+        # the job owner's: from some other store), and job 99 does not exist in this store.
+        os.rename(os.path.join(inst, f"{jid}.stdout"), os.path.join(legacy, f"{jid}.stdout"))
+        os.unlink(os.path.join(inst, f"{jid}.stderr"))
+        with open(os.path.join(legacy, f"{jid}.stderr"), "w") as f:
+            f.write("root's old secret\n")
+        with open(os.path.join(legacy, "99.stdout"), "w") as f:
+            f.write("job 99 of another store\n")
+        os.chown(os.path.join(legacy, "99.stdout"), u.uid, -1)
+        rtd.start()
+        wait_worker(rtd)
+        assert uctl(rtd, u, "logs", str(jid), check=0).stdout == "mine\n"
+        assert uctl(rtd, u, "logs", "--stderr", str(jid), check=0).stdout == ""
+        assert os.path.exists(os.path.join(legacy, f"{jid}.stderr"))
+        assert os.path.exists(os.path.join(legacy, "99.stdout")) and not os.path.exists(os.path.join(inst, "99.stdout"))
 
 
 @test
