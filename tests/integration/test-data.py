@@ -256,6 +256,30 @@ def output_resumes_at_an_offset():
             assert st == 400 and "offset" in p["detail"], (q, st, p)
 
 
+
+@test
+def memory_under_250_connections_holding_full_bodies_stays_within_the_documented_bound():
+    """docs/service.md: MaxConnections × (32 KiB + max(MaxRequestBodyBytes, 256 KiB)) at worst."""
+    with DataRtd() as rtd:
+        before = rss_kb(rtd.pid)
+        body = 1048576 - 1024          # just under MaxRequestBodyBytes= (1 MiB), all but the last byte sent
+        socks = []
+        try:
+            for i in range(250):
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(rtd.socket)
+                s.sendall(f"POST /v1/jobs HTTP/1.1\r\nHost: rtd\r\nContent-Type: application/json\r\n"
+                          f"Content-Length: {body}\r\n\r\n".encode() + b" " * (body - 1))
+                socks.append(s)
+            time.sleep(2)
+            after = rss_kb(rtd.pid)
+        finally:
+            for s in socks:
+                s.close()
+        print(f"  rtd RSS {before} kB before, {after} kB with 250 connections each holding a ~1 MiB body "
+              f"(+{(after - before) // 1024} MiB)", flush=True)
+        assert after - before < 250 * (32 + 1024) + 16 * 1024, f"RSS grew by {after - before} kB"
+
 # ---- point 5: data at rest ----
 
 def mode(path):
