@@ -51,6 +51,16 @@ int ctl_print_json(CtlResponse *r);
 /* GET path; on 2xx stores the JSON in *ret (caller frees) and returns 0, else returns an exit code. */
 int ctl_get_json(Ctl *c, const char *path, json_t **ret);
 
+/*
+ * escape.c: strings from rtd made safe for a terminal. C0/C1 control characters and bytes that are not
+ * UTF-8 become \xNN or \u00NN. ctl_escape() returns a new string; ctl_safe() returns s itself when it is
+ * clean, else an escaped copy that lives for the next 32 calls; ctl_jstr() is ctl_safe() of a string
+ * member (dflt when missing or empty).
+ */
+char *ctl_escape(const char *s);
+const char *ctl_safe(const char *s);
+const char *ctl_jstr(json_t *o, const char *key, const char *dflt);
+
 /* Verbs: argc/argv start at the verb name; getopt with optind = 1 inside. Return an exit code. */
 typedef int (*VerbFn)(Ctl *c, int argc, char **argv);
 int verb_status(Ctl *c, int argc, char **argv);

@@ -25,9 +25,9 @@
 
 extern char **environ;
 
+/* Every string shown from rtd goes through here: escaped for the terminal (escape.c). */
 static const char *jstr(json_t *o, const char *key, const char *dflt) {
-        const char *s = json_string_value(json_object_get(o, key));
-        return s && *s ? s : dflt;
+        return ctl_jstr(o, key, dflt);
 }
 
 static int parse_job_id(const char *verb, const char *s, uint64_t *ret) {
@@ -433,6 +433,7 @@ static void print_value(const char *key, json_t *v, int indent) {
         const char *k;
         json_t *child;
 
+        key = ctl_safe(key);
         if (json_is_object(v) && streq(key, "env")) {
                 printf("%*s%s: (%zu variables; --json shows them)\n", indent, "", key, json_object_size(v));
                 return;
@@ -446,10 +447,11 @@ static void print_value(const char *key, json_t *v, int indent) {
         if (json_is_null(v))
                 return;
         if (json_is_string(v))
-                printf("%*s%s: %s\n", indent, "", key, json_string_value(v));
+                printf("%*s%s: %s\n", indent, "", key, ctl_safe(json_string_value(v)));
         else {
+                /* JSON escapes C0 controls but leaves C1 ones (U+0080..U+009F) as they are. */
                 _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
-                printf("%*s%s: %s\n", indent, "", key, strempty(s));
+                printf("%*s%s: %s\n", indent, "", key, ctl_safe(strempty(s)));
         }
 }
 
@@ -540,10 +542,64 @@ int verb_wait(Ctl *c, int argc, char **argv) {
 
 /* ---- logs ---- */
 
+typedef struct LogState {
+        uint64_t received;      /* bytes written to stdout: where a resumed stream starts */
+        bool failed;
+} LogState;
+
 static bool on_log_chunk(const char *data, size_t size, void *userdata) {
-        fwrite(data, 1, size, stdout);
-        fflush(stdout);
+        LogState *l = userdata;
+
+        if (fwrite(data, 1, size, stdout) != size || fflush(stdout) != 0) {
+                l->failed = true;       /* stdout closed (| head): stop */
+                return false;
+        }
+        l->received += size;
         return true;
+}
+
+/*
+ * logs -f: print until the job has ended and rtd has sent every byte. A stream that ends before that (rtd
+ * restarted, the connection dropped) is resumed where it stopped (offset=), so nothing is printed twice or
+ * lost; rtctl gives up only when rtd stays unreachable for a minute.
+ */
+static int follow_logs(Ctl *c, uint64_t id, const char *stream) {
+        LogState l = {};
+        unsigned unreachable = 0;
+        char path[160];
+        int r;
+
+        for (;;) {
+                CtlResponse resp;
+                json_t *job = NULL;
+                long status;
+
+                snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s&follow=1&offset=%" PRIu64, id,
+                         stream, l.received);
+                r = ctl_stream(c, path, on_log_chunk, &l, &resp);
+                status = resp.status;
+                ctl_response_done(&resp);
+                if (l.failed)
+                        return RTCTL_EXIT_REFUSED;
+                if (r == 0 && status != 200) {
+                        fprintf(stderr, "rtctl: rtd answered HTTP %ld to %s\n", status, path);
+                        return RTCTL_EXIT_REFUSED;
+                }
+                if (r == 0) {
+                        /* rtd ends the body when the job is over; make sure, then stop. */
+                        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+                        r = ctl_get_json(c, path, &job);
+                        if (r != 0)
+                                return r;
+                        bool over = state_is_final(jstr(job, "state", NULL));
+                        json_decref(job);
+                        if (over)
+                                return RTCTL_EXIT_OK;
+                        unreachable = 0;
+                } else if (++unreachable > 120)
+                        return r;
+                usleep(500000);
+        }
 }
 
 int verb_logs(Ctl *c, int argc, char **argv) {
@@ -557,7 +613,6 @@ int verb_logs(Ctl *c, int argc, char **argv) {
         char path[128];
         CtlResponse resp;
         uint64_t id;
-        json_t *job;
         int o, r;
 
         while ((o = getopt_long(argc, argv, "+feh", options, NULL)) >= 0)
@@ -578,26 +633,30 @@ int verb_logs(Ctl *c, int argc, char **argv) {
         r = parse_job_id("logs", argv[optind], &id);
         if (r != 0)
                 return r;
-        /* Ask first, so a refusal prints the daemon's reason instead of problem JSON as "output". */
-        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
-        r = ctl_get_json(c, path, &job);
-        if (r != 0)
-                return r;
-        json_decref(job);
-        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s%s", id, err ? "stderr" : "stdout",
-                 follow ? "&follow=1" : "");
-        if (follow) {
-                r = ctl_stream(c, path, on_log_chunk, NULL, &resp);
-                ctl_response_done(&resp);
-                return r;
-        }
+        /*
+         * Ask first (for no bytes: the offset is past any file), so a refusal (no such job, not yours) prints
+         * the daemon's reason instead of problem JSON as "output".
+         */
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s&offset=%" PRId64, id,
+                 err ? "stderr" : "stdout", INT64_MAX);
         r = ctl_request(c, "GET", path, NULL, &resp);
         if (r != 0)
                 return r;
         if (resp.status != 200)
                 r = ctl_fail(c, &resp);
-        else if (resp.body)
-                fwrite(resp.body, 1, resp.size, stdout);
         ctl_response_done(&resp);
-        return r;
+        if (r != 0)
+                return r;
+        if (follow)
+                return follow_logs(c, id, err ? "stderr" : "stdout");
+        /* Streamed too: a log of any size is copied through, never held whole. */
+        LogState l = {};
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s", id, err ? "stderr" : "stdout");
+        r = ctl_stream(c, path, on_log_chunk, &l, &resp);
+        if (r == 0 && resp.status != 200) {
+                fprintf(stderr, "rtctl: rtd answered HTTP %ld to %s\n", resp.status, path);
+                r = RTCTL_EXIT_REFUSED;
+        }
+        ctl_response_done(&resp);
+        return l.failed ? RTCTL_EXIT_REFUSED : r;
 }

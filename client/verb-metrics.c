@@ -27,9 +27,9 @@ static long long integer(json_t *o, const char *key) {
         return json_integer_value(json_object_get(o, key));
 }
 
+/* Task and IRQ names are anyone's: escaped for the terminal (escape.c). */
 static const char *text(json_t *o, const char *key) {
-        const char *s = json_string_value(json_object_get(o, key));
-        return s ? s : "";
+        return ctl_jstr(o, key, "");
 }
 
 /* "12µs", "3.2ms", "1.1s" in a fixed width; "-" for unknown. */

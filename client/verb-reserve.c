@@ -8,9 +8,9 @@
 #include "rtctl.h"
 #include "shared/macro.h"
 
+/* Every string shown from rtd goes through here: escaped for the terminal (escape.c). */
 static const char *jstr(json_t *o, const char *key, const char *dflt) {
-        const char *s = json_string_value(json_object_get(o, key));
-        return s && *s ? s : dflt;
+        return ctl_jstr(o, key, dflt);
 }
 
 static long long jint(json_t *o, const char *key) {

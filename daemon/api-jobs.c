@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* /v1/jobs and /v1/events: submit, list, show, cancel, output (optionally followed), and job events (SSE). */
+/* /v1/jobs and /v1/events: submit, list, show, cancel, and job events (SSE); output is in api-output.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -209,129 +209,6 @@ static int cancel(Request *req, Response *resp) {
         return reply_json(resp, job_state_is_final(state) ? 200 : 202, job);
 }
 
-/* ---- output ---- */
-
-typedef struct Follow {
-        Manager *manager;
-        HttpStream *stream;
-        uint64_t id;
-        char stream_name[8];
-        int fd;
-        sd_event_source *timer;
-} Follow;
-
-static bool job_is_over(Manager *m, uint64_t id) {
-        _cleanup_json_ json_t *j = NULL;
-        if (job_manager_get(m->jobs, id, false, &j, NULL) < 0)
-                return true;
-        return job_state_is_final(job_state_from_string(json_string_value(json_object_get(j, "state"))));
-}
-
-/* Copy what is new in the file to the stream; returns false when the stream is gone. */
-static bool follow_pump(Follow *f) {
-        char buf[16384];
-        ssize_t n;
-
-        if (f->fd < 0 && job_manager_open_output(f->manager->jobs, f->id, f->stream_name, &f->fd) < 0)
-                return true;
-        while ((n = read(f->fd, buf, sizeof buf)) > 0)
-                if (http_stream_write(f->stream, buf, (size_t) n) < 0)
-                        return false;
-        return true;
-}
-
-static int on_follow_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Follow *f = userdata;
-        bool over = job_is_over(f->manager, f->id);     /* checked before the last read: nothing is missed */
-
-        if (!follow_pump(f) || over) {
-                f->timer = sd_event_source_disable_unref(f->timer);
-                http_stream_end(f->stream);
-                return 0;
-        }
-        (void) sd_event_source_set_time_relative(s, 100000);
-        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        return 0;
-}
-
-static void on_follow_close(HttpStream *s, void *userdata) {
-        Follow *f = userdata;
-        sd_event_source_disable_unref(f->timer);
-        safe_close(f->fd);
-        free(f);
-}
-
-static int output(Request *req, Response *resp) {
-        const char *stream = request_query(req, "stream") ?: "stdout", *follow = request_query(req, "follow");
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *data = NULL;
-        bool want_follow = follow && parse_boolean(follow) > 0;
-        size_t size = 0, alloc = 0;
-        uint64_t id;
-        json_t *job;
-        uid_t uid;
-        int r;
-
-        if (parse_id(req, resp, &id))
-                return 0;
-        if (!streq(stream, "stdout") && !streq(stream, "stderr"))
-                return reply_problem(resp, 400, "Invalid parameter", "stream: must be stdout or stderr");
-        r = job_manager_get(req->manager->jobs, id, false, &job, &uid);
-        if (r == -ENOENT)
-                return reply_problem(resp, 404, "No such job", "job %" PRIu64 " does not exist", id);
-        if (r < 0)
-                return r;
-        json_decref(job);
-        if (req->caller.role != ROLE_ADMIN && uid != req->caller.uid)
-                return reply_problem(resp, 403, "Not your job", "only the owner of job %" PRIu64 " or an "
-                                     "administrator can read its output", id);
-
-        if (want_follow) {
-                HttpStream *s;
-                Follow *f = calloc(1, sizeof *f);
-                if (!f)
-                        return -ENOMEM;
-                *f = (Follow){ .manager = req->manager, .id = id, .fd = -EBADF };
-                snprintf(f->stream_name, sizeof f->stream_name, "%s", stream);
-                r = sd_event_add_time_relative(req->manager->event, &f->timer, CLOCK_MONOTONIC, 0, 0,
-                                               on_follow_timer, f);
-                if (r >= 0)
-                        r = http_stream_start(resp, "text/plain; charset=utf-8", on_follow_close, f, &s);
-                if (r < 0) {
-                        sd_event_source_disable_unref(f->timer);
-                        free(f);
-                        return r;
-                }
-                f->stream = s;
-                return 0;
-        }
-
-        r = job_manager_open_output(req->manager->jobs, id, stream, &fd);
-        if (r == -ENOENT)       /* not started yet, or pruned: no output */
-                return reply_text(resp, 200, "text/plain; charset=utf-8", strdup(""), 0);
-        if (r < 0)
-                return r;
-        for (;;) {
-                ssize_t n;
-                if (size + 65536 > alloc) {
-                        char *nd;
-                        if (alloc >= 64u * 1024 * 1024)
-                                break;  /* bigger than a response should be: use follow=1 to stream */
-                        nd = realloc(data, alloc = alloc * 2 + 65536);
-                        if (!nd)
-                                return -ENOMEM;
-                        data = nd;
-                }
-                n = read(fd, data + size, alloc - size);
-                if (n <= 0)
-                        break;
-                size += (size_t) n;
-        }
-        if (!data && !(data = strdup("")))
-                return -ENOMEM;
-        return reply_text(resp, 200, "text/plain; charset=utf-8", TAKE_PTR(data), size);
-}
-
 /* ---- events (server-sent events) ---- */
 
 typedef struct EventSub {
@@ -461,7 +338,6 @@ const Route api_jobs_routes[] = {
         { "GET", "/v1/jobs", ROLE_USER, list },
         { "GET", "/v1/jobs/*", ROLE_USER, show },
         { "DELETE", "/v1/jobs/*", ROLE_USER, cancel },
-        { "GET", "/v1/jobs/*/output", ROLE_USER, output },
         { "GET", "/v1/events", ROLE_USER, events },
         {},
 };

@@ -16,6 +16,7 @@
 static const Route *const route_tables[] = {
         api_core_routes,
         api_jobs_routes,
+        api_output_routes,
         api_reserve_routes,
         api_metrics_routes,
 };

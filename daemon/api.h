@@ -6,6 +6,7 @@
 
 extern const Route api_core_routes[];      /* api.c: /v1/status, /v1/topology */
 extern const Route api_jobs_routes[];      /* api-jobs.c */
+extern const Route api_output_routes[];    /* api-output.c: /v1/jobs/ID/output */
 extern const Route api_reserve_routes[];   /* api-reserve.c */
 extern const Route api_metrics_routes[];   /* api-metrics.c: /metrics, /v1/metrics */
 

@@ -24,6 +24,8 @@
 /* MHD's per-connection memory pool (touched as used): room for a head the gate let through
  * (MaxHeaderBytes=), MHD's copy of its fields, and read buffer for the body. */
 #define CONNECTION_MEMORY_MIN 32768
+/* What a push stream (events) may hold for a client that does not read: ~1000 events. */
+#define HTTP_STREAM_MAX_BUFFER (256u * 1024)
 
 struct Http {
         Manager *manager;
@@ -45,6 +47,7 @@ struct HttpStream {
         bool counted;                   /* holds one of its uid's MaxStreamsPerUser= */
         uid_t uid;
         HttpStreamClose on_close;
+        HttpStreamPull pull;            /* pull streams: MHD asks for data, nothing is buffered here */
         void *userdata;
         HttpStream *prev, *next;
 };
@@ -375,18 +378,30 @@ static void stream_unlink(HttpStream *s) {
         s->http = NULL;
 }
 
+static void stream_park(HttpStream *s) {
+        if (s->connection && !s->suspended) {
+                MHD_suspend_connection(s->connection);
+                s->suspended = true;
+        }
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         HttpStream *s = cls;
         size_t n;
 
+        if (s->pull) {
+                /* Called only when the socket has room: a slow reader holds MHD's buffer and nothing more. */
+                ssize_t k = s->ended ? HTTP_PULL_END : s->pull(s->userdata, pos, buf, max);
+                if (k == 0)
+                        stream_park(s);
+                return k > 0 ? k : k == 0 ? 0 : k == HTTP_PULL_END ? MHD_CONTENT_READER_END_OF_STREAM
+                                                                   : MHD_CONTENT_READER_END_WITH_ERROR;
+        }
         if (s->size == 0) {
                 if (s->ended)
                         return MHD_CONTENT_READER_END_OF_STREAM;
                 /* Nothing to send: park the connection until http_stream_write() resumes it. */
-                if (s->connection && !s->suspended) {
-                        MHD_suspend_connection(s->connection);
-                        s->suspended = true;
-                }
+                stream_park(s);
                 return 0;
         }
         n = MIN(max, s->size);
@@ -420,15 +435,16 @@ static void stream_wake(HttpStream *s) {
         }
 }
 
-int http_stream_start(Response *resp, const char *content_type, HttpStreamClose on_close, void *userdata,
-                      HttpStream **ret) {
+static int stream_start(Response *resp, const char *content_type, uint64_t size, HttpStreamPull pull,
+                        HttpStreamClose on_close, void *userdata, HttpStream **ret) {
         HttpStream *s;
         struct MHD_Response *mr;
 
         s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
-        mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, s, stream_free);
+        s->pull = pull;
+        mr = MHD_create_response_from_callback(size, 16 * 1024, stream_read, s, stream_free);
         if (!mr) {
                 free(s);
                 return -ENOMEM;
@@ -447,14 +463,34 @@ int http_stream_start(Response *resp, const char *content_type, HttpStreamClose 
         return 0;
 }
 
+int http_stream_start(Response *resp, const char *content_type, HttpStreamClose on_close, void *userdata,
+                      HttpStream **ret) {
+        return stream_start(resp, content_type, MHD_SIZE_UNKNOWN, NULL, on_close, userdata, ret);
+}
+
+int http_stream_start_pull(Response *resp, const char *content_type, uint64_t size, HttpStreamPull pull,
+                           HttpStreamClose on_close, void *userdata, HttpStream **ret) {
+        return stream_start(resp, content_type, size == UINT64_MAX ? MHD_SIZE_UNKNOWN : size, pull, on_close,
+                            userdata, ret);
+}
+
+void http_stream_wake(HttpStream *s) {
+        stream_wake(s);
+}
+
 int http_stream_write(HttpStream *s, const void *data, size_t size) {
         if (s->ended)
                 return -EPIPE;
         if (s->size + size > s->alloc) {
                 size_t na = MAX(s->alloc * 2, s->size + size + 4096);
                 char *nb;
-                if (na > 16u * 1024 * 1024)
-                        return -ENOBUFS;        /* a client that does not read: drop data rather than grow */
+                if (na > HTTP_STREAM_MAX_BUFFER) {
+                        /* A client that does not read: end its stream (it reconnects and catches up) rather
+                         * than grow, or drop data it would never know it missed. */
+                        s->ended = true;
+                        stream_wake(s);
+                        return -ENOBUFS;
+                }
                 nb = realloc(s->buf, na);
                 if (!nb)
                         return -ENOMEM;
@@ -563,7 +599,8 @@ int http_new(Manager *m, int fd, bool read_only, Http **ret) {
         r = sd_event_add_io(m->event, &h->io, info->epoll_fd, EPOLLIN, on_io, h);
         if (r < 0)
                 goto fail;
-        /* Accuracy 1 µs: MHD's deadlines are in ms and must not be coalesced into 250 ms steps. */
+        /* Accuracy 1 µs: sd-event's default (0 = 250 ms) let every MHD pass that MHD asked for "at once" wait
+         * up to 250 ms, so a stream or a body moved one buffer per 250 ms. */
         r = sd_event_add_time(m->event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, h);
         if (r < 0)
                 goto fail;

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct Manager Manager;
@@ -85,6 +86,18 @@ typedef void (*HttpStreamClose)(HttpStream *s, void *userdata);
 int http_stream_start(Response *resp, const char *content_type, HttpStreamClose on_close, void *userdata,
                       HttpStream **ret);
 int http_stream_write(HttpStream *s, const void *data, size_t size);
+/*
+ * A pull stream: MHD calls pull() for the next bytes only when the client's socket can take them, so a
+ * slow reader costs MHD's connection buffer and nothing more. pull() copies up to max bytes at body offset
+ * pos into buf and returns how many, 0 when nothing is there yet (the stream parks until
+ * http_stream_wake()), HTTP_PULL_END at the end, or -errno to cut the response short. size is the body's
+ * length (Content-Length), or UINT64_MAX for a chunked body of unknown length.
+ */
+#define HTTP_PULL_END ((ssize_t) -1000000)
+typedef ssize_t (*HttpStreamPull)(void *userdata, uint64_t pos, char *buf, size_t max);
+int http_stream_start_pull(Response *resp, const char *content_type, uint64_t size, HttpStreamPull pull,
+                           HttpStreamClose on_close, void *userdata, HttpStream **ret);
+void http_stream_wake(HttpStream *s);
 void http_stream_end(HttpStream *s);
 
 /* The problem+json body for a status (invalid UTF-8 and control bytes in detail escaped), and a status's reason phrase. */

@@ -241,11 +241,14 @@ int job_spec_parse(json_t *j, JobSpec *ret, char **rf, char **re) {
         if ((v = json_object_get(j, "name")) && !json_is_null(v)) {
                 const char *n = json_plain_string(v, JOB_SPEC_MAX_NAME);
                 bool ok = n && *n;
-                for (const char *p = n; ok && *p; p++)
-                        ok = (unsigned char) *p >= 0x20 && *p != 0x7f;
+                /* Names end up in admins' terminals (rtctl list): no C0 controls, DEL, or C1 controls
+                 * (U+0080..U+009F, UTF-8 C2 80..C2 9F; jansson has checked the rest is UTF-8). */
+                for (const unsigned char *p = (const unsigned char *) n; ok && *p; p++)
+                        ok = *p >= 0x20 && *p != 0x7f && !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f);
                 if (!ok) {
-                        r = fail(rf, re, "name", "must be a non-empty string of printable characters, at most %d "
-                                 "bytes", JOB_SPEC_MAX_NAME);
+                        r = fail(rf, re, "name", "must be a non-empty string of printable characters (no control "
+                                 "characters such as newline, escape or U+0080..U+009F), at most %d bytes",
+                                 JOB_SPEC_MAX_NAME);
                         goto fail;
                 }
                 if (!(s.name = strdup(n))) {

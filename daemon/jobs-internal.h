@@ -39,6 +39,7 @@ typedef struct Job {
         unsigned worker_cpu;            /* the worker that forked it */
         pid_t pid;
         uint64_t boottime_usec;         /* CLOCK_BOOTTIME at fork, to recognise the pid after a restart */
+        char boot_id[40];               /* the kernel's boot_id when it was handed out ("" before) */
         char *cgroup;                   /* cgroup name under the job cgroup dir, or NULL */
         uint64_t cgroup_id;             /* its id once made, else 0 */
         uint64_t tasks_put_back;        /* found outside its CPUs by the job drift check (no cpuset) */
@@ -99,7 +100,8 @@ struct JobSubscription {
 struct JobManager {
         Manager *manager;
         Store *store;
-        int output_fd;
+        int output_fd;                  /* output/<store instance id>/ */
+        char boot_id[40];               /* this boot's /proc/sys/kernel/random/boot_id */
         JobCgroups cgroups;
         JobLimits limits;
         PendingWrite *pending_writes;   /* store writes that failed, tried again every second */
@@ -173,6 +175,8 @@ JobState job_state_after_exit(Job *j, const WorkerExited *e);         /* sets th
 void job_signal(JobManager *jm, Job *j, int sig);
 void job_terminate(JobManager *jm, Job *j);
 int job_persist(JobManager *jm, Job *j, bool insert);
+/* The same, on disk before it returns: a job handed to a worker must never run again after a power cut. */
+int job_persist_durable(JobManager *jm, Job *j, bool insert);
 void job_publish(JobManager *jm, Job *j);
 void job_release_cpus(JobManager *jm, Job *j);
 char *job_log_fields(const Job *j);
@@ -205,7 +209,7 @@ void job_limits_note_end(JobManager *jm, Job *j, JobState state);
 json_t *job_limits_hits_json(const Job *j);
 
 /* jobs-store.c */
-int job_store_write(JobManager *jm, const StoreJob *sj, bool insert);
+int job_store_write(JobManager *jm, const StoreJob *sj, bool insert, bool durable);
 json_t *job_store_pending_get(JobManager *jm, uint64_t id, uid_t *ret_uid);
 json_t *job_store_status_json(JobManager *jm);
 void job_store_done(JobManager *jm);
@@ -222,4 +226,6 @@ void job_drift_arm(JobManager *jm);
 
 /* jobs-recover.c */
 int job_manager_recover(JobManager *jm);
+/* Output files of an rtd before output/<instance>/ that belong to this store's jobs move in there. */
+void job_output_adopt_legacy(JobManager *jm, int legacy_fd);
 void job_sweep_cgroups(JobManager *jm);

@@ -39,6 +39,7 @@ static const char *job_name(const Job *j) {
 /* Fields only the store needs (credentials and exact clocks for a restart); never shown by the API. */
 static const char *const store_only[] = {
         "gid", "groups", "boottime_usec", "submit_usec", "start_usec", "end_usec", "worker_cpu", "seq", "admin",
+        "boot_id",
 };
 
 json_t *job_to_json(JobManager *jm, const Job *j, bool private, bool for_store) {
@@ -101,6 +102,8 @@ json_t *job_to_json(JobManager *jm, const Job *j, bool private, bool for_store) 
                 json_object_set_new(o, "end_usec", json_integer((json_int_t) j->end_usec));
                 json_object_set_new(o, "worker_cpu", json_integer(j->worker_cpu));
                 json_object_set_new(o, "admin", json_boolean(j->admin));
+                if (j->boot_id[0])
+                        json_object_set_new(o, "boot_id", json_string(j->boot_id));
                 if (j->have_rusage)
                         json_object_set_new(o, "rusage",
                                             json_pack("{s:I,s:I,s:I,s:I,s:I,s:i}", "utime_usec",
@@ -172,6 +175,8 @@ int job_from_json(JobManager *jm, uint64_t id, const char *state, uid_t uid, uin
         j->start_usec = get_u64(data, "start_usec");
         j->worker_cpu = (unsigned) get_u64(data, "worker_cpu");
         j->admin = json_is_true(json_object_get(data, "admin"));
+        if ((v = json_object_get(data, "boot_id")) && json_is_string(v))
+                snprintf(j->boot_id, sizeof j->boot_id, "%s", json_string_value(v));
         if ((v = json_object_get(data, "cpus")) && json_is_string(v))
                 (void) cpuset_parse(json_string_value(v), &j->cpus, NULL);
         if ((v = json_object_get(data, "cgroup")) && json_is_string(v))

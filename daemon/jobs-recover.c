@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,15 +158,18 @@ static void recover_active(JobManager *jm, Job *j) {
 /*
  * Whether a job the store calls "starting" (no pid recorded) certainly never ran: its worker said so (it
  * waited there behind the running job when rtd stopped), or its stdout file was never made, which the
- * job's child does before it execs. Otherwise it may have run and is never started again.
+ * job's child does before it execs. Otherwise it may have run and is never started again. The stdout file
+ * is not synced: after a reboot (a power cut) its absence proves nothing, so only the worker's word counts.
  */
-static bool never_ran(JobManager *jm, uint64_t id) {
+static bool never_ran(JobManager *jm, const Job *j) {
         char name[64];
 
-        snprintf(name, sizeof name, WORKER_UNSTARTED_FILE_FMT, id);
+        snprintf(name, sizeof name, WORKER_UNSTARTED_FILE_FMT, j->id);
         if (unlinkat(jm->output_fd, name, 0) == 0)
                 return true;
-        snprintf(name, sizeof name, "%" PRIu64 ".stdout", id);
+        if (!jm->boot_id[0] || !streq(j->boot_id, jm->boot_id))
+                return false;
+        snprintf(name, sizeof name, "%" PRIu64 ".stdout", j->id);
         return faccessat(jm->output_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
 }
 
@@ -186,7 +190,7 @@ static int recover_cb(const StoreJob *sj, void *userdata) {
                 return 0;
         }
         if (j->state == JOB_STARTING && j->pid <= 0 && read_exit_file(jm, j->id, &(WorkerExited){}) < 0 &&
-            never_ran(jm, j->id)) {
+            never_ran(jm, j)) {
                 log_info("Job %" PRIu64 " was being started when rtd stopped and never ran: queued again", j->id);
                 job_unstart(j);
                 (void) job_persist(jm, j, false);
@@ -249,4 +253,40 @@ void job_sweep_cgroups(JobManager *jm) {
                 sweep_dir(jm, jm->cgroups.dir_fd);
         if (jm->cpusets.mode == CPU_ENFORCE_V1 && jm->cpusets.v1_fd >= 0)
                 sweep_dir(jm, jm->cpusets.v1_fd);
+}
+
+/*
+ * An rtd from before output/<instance>/ kept output files in output/ itself, named by job id alone. Those
+ * of this store's jobs move into its directory: stdout and stderr only when the job's owner owns the file
+ * (the file of a job N from an earlier, deleted store is never given to this store's job N), exit files
+ * of jobs still starting or running. Everything else stays where it is, never served.
+ */
+void job_output_adopt_legacy(JobManager *jm, int legacy_fd) {
+        _cleanup_close_ int fd = openat(legacy_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d)
+                return;
+        TAKE_FD(fd);
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *state = NULL;
+                unsigned long long id;
+                char suffix[8];
+                json_t *data;
+                struct stat st;
+                uid_t uid;
+                int n = 0;
+
+                if (de->d_type != DT_REG || sscanf(de->d_name, "%llu.%7[a-z]%n", &id, suffix, &n) != 2 ||
+                    de->d_name[n] || fstatat(legacy_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (store_get(jm->store, id, &data, &state, &uid) < 0)
+                        continue;
+                json_decref(data);
+                if ((streq(suffix, "stdout") || streq(suffix, "stderr")) ? st.st_uid == uid
+                    : streq(suffix, "exit") ? !job_state_is_final(job_state_from_string(state)) : false)
+                        (void) renameat(legacy_fd, de->d_name, jm->output_fd, de->d_name);
+        }
+        closedir(d);
 }

@@ -56,8 +56,10 @@ static int on_store_retry(sd_event_source *s, uint64_t usec, void *userdata) {
                 pending_drop(jm, p);
                 done++;
         }
-        if (done > 0 && !jm->pending_writes)
+        if (done > 0 && !jm->pending_writes) {
                 log_notice("The job store is writable again: %u delayed write%s done", done, done == 1 ? "" : "s");
+                job_manager_schedule(jm);       /* queued jobs held back by the full store may start now */
+        }
         if (jm->pending_writes) {
                 jm->store_last_error = r;
                 (void) sd_event_source_set_time_relative(s, 1000000);
@@ -66,11 +68,12 @@ static int on_store_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int job_store_write(JobManager *jm, const StoreJob *sj, bool insert) {
+int job_store_write(JobManager *jm, const StoreJob *sj, bool insert, bool durable) {
         PendingWrite *w = pending_find(jm, sj->id);
         int r;
 
-        r = insert ? store_insert(jm->store, sj) : store_update(jm->store, sj);
+        r = durable ? store_write_durable(jm->store, sj, insert)
+                    : insert ? store_insert(jm->store, sj) : store_update(jm->store, sj);
         if (r >= 0) {
                 if (w)
                         pending_drop(jm, w);    /* this write supersedes it */

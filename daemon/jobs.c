@@ -6,7 +6,7 @@
  * loop, so there is no lock anywhere; dispatch does no I/O but the store write and the packet to the worker.
  *
  * On shutdown (job_manager_free) running jobs are left to their workers: a worker whose daemon went away
- * finishes its job and leaves the result in <state>/output/<id>.exit, which the next rtd picks up. Queued
+ * finishes its job and leaves the result in <state>/output/<instance>/<id>.exit, which the next rtd picks up. Queued
  * jobs stay queued in the store and resume in their order.
  */
 #include <dirent.h>
@@ -182,7 +182,7 @@ static Job *job_free(Job *j) {
 
 /* ---- persistence and events ---- */
 
-int job_persist(JobManager *jm, Job *j, bool insert) {
+static int persist(JobManager *jm, Job *j, bool insert, bool durable) {
         _cleanup_(json_decrefp) json_t *data = job_to_json(jm, j, true, true);
         StoreJob sj = { .id = j->id, .state = job_state_to_string(j->state), .uid = j->uid, .seq = j->seq,
                         .data = data };
@@ -190,8 +190,16 @@ int job_persist(JobManager *jm, Job *j, bool insert) {
 
         if (!data)
                 return -ENOMEM;
-        r = job_store_write(jm, &sj, insert);
+        r = job_store_write(jm, &sj, insert, durable);
         return r;
+}
+
+int job_persist(JobManager *jm, Job *j, bool insert) {
+        return persist(jm, j, insert, false);
+}
+
+int job_persist_durable(JobManager *jm, Job *j, bool insert) {
+        return persist(jm, j, insert, true);
 }
 
 void job_publish(JobManager *jm, Job *j) {
@@ -344,6 +352,7 @@ static void job_remove_unused_spares(Job *j) {
 void job_unstart(Job *j) {
         job_hold_cores(j->jm, j, false);
         j->state = JOB_QUEUED;
+        j->boot_id[0] = 0;
         j->drop_requested = false;
         cpuset_zero(&j->cpus);
         if (j->cgroup)
@@ -594,14 +603,29 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 j->cgroup = strdup(cgroup);
         }
         /*
-         * Written before the worker sees it: after a crash a "starting" job is never started twice. A fresh
-         * job is stored once, directly as "starting" (one write instead of two before its exec).
+         * Written before the worker sees it, and synced to disk (one WAL fsync): after a crash or a power
+         * cut a "starting" job is never started twice. The boot id tells recovery whether the files its
+         * child made (which are not synced) can be trusted. A fresh job is stored once, directly as
+         * "starting" (one write instead of two before its exec).
          */
-        r = job_persist(jm, j, fresh);
-        if (r < 0 && fresh) {          /* a fresh job is never handed ahead */
-                CPUSET_FOREACH(cpu, cpus)
-                        jm->slots[cpu].job = NULL;
+        snprintf(j->boot_id, sizeof j->boot_id, "%s", jm->boot_id);
+        r = job_persist_durable(jm, j, fresh);
+        if (r < 0) {
+                /* No durable start, no start (a full disk). A fresh job is refused to its caller; a queued one
+                 * goes back to its place, not dispatched again before the next turn (no busy loop). */
+                if (ahead)
+                        slot_set_next(jm, first, NULL);
+                else
+                        CPUSET_FOREACH(cpu, cpus)
+                                jm->slots[cpu].job = NULL;
                 job_unstart(j);
+                if (!fresh) {
+                        UserCount *u = user_count(jm, j->uid, true);
+                        queue_insert_in_order(jm, j);
+                        if (u)
+                                u->queued++;
+                        (void) job_persist(jm, j, false);       /* the newest state for the pending write */
+                }
                 return r;
         }
 
@@ -680,7 +704,8 @@ void job_manager_dispatch(JobManager *jm) {
                 CpuSet cpus;
                 if (!j || job_place(jm, &j->spec, &cpus) < 0)
                         break;          /* strict order: the next job waits for room, nobody jumps it */
-                (void) job_start(jm, j, &cpus, false, false);
+                if (job_start(jm, j, &cpus, false, false) < 0)
+                        return;         /* the store takes no writes: nothing starts until it does */
         }
         job_hand_ahead(jm);
 }
@@ -943,17 +968,29 @@ int job_manager_new(Manager *m, JobManager **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to open the job store %s/jobs.db: %m",
                                        m->config->state_directory);
+        _cleanup_free_ char *boot_id = NULL;
+        if (read_one_line_at(m->proc_fd, "sys/kernel/random/boot_id", &boot_id) >= 0)
+                snprintf(jm->boot_id, sizeof jm->boot_id, "%s", boot_id);
         jm->next_id = store_max_id(jm->store) + 1;
         jm->next_seq = store_max_seq(jm->store) + 1;
 
-        /* Output files: the directory is traversable so users can open their own (0600) files by name. */
-        r = mkdir_p_at(m->state_fd, "output", 0711);
+        /*
+         * Output files live in output/<instance>/, named by the store's random instance id: job ids restart
+         * at 1 in a recreated store, and its job N must never be handed the old job N's output. The
+         * directories are traversable so users can open their own (0600) files by name.
+         */
+        char outdir[64];
+        snprintf(outdir, sizeof outdir, "output/%s", store_instance_id(jm->store));
+        r = mkdir_p_at(m->state_fd, outdir, 0711);
         if (r < 0 && r != -EEXIST)
-                return log_error_errno(r, "Failed to create %s/output: %m", m->config->state_directory);
-        jm->output_fd = openat(m->state_fd, "output", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (jm->output_fd < 0)
-                return log_error_errno(errno, "Failed to open %s/output: %m", m->config->state_directory);
+                return log_error_errno(r, "Failed to create %s/%s: %m", m->config->state_directory, outdir);
+        _cleanup_close_ int legacy_fd = openat(m->state_fd, "output", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        jm->output_fd = openat(m->state_fd, outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (legacy_fd < 0 || jm->output_fd < 0)
+                return log_error_errno(errno, "Failed to open %s/%s: %m", m->config->state_directory, outdir);
+        (void) fchmod(legacy_fd, 0711);
         (void) fchmod(jm->output_fd, 0711);
+        job_output_adopt_legacy(jm, legacy_fd);
 
         snprintf(probe, sizeof probe, "rtd-%s-probe", store_instance_id(jm->store));
         job_cgroups_setup(m->proc_fd, probe, &jm->cgroups);

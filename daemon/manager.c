@@ -334,9 +334,14 @@ int manager_start(Manager *m) {
         r = open_own_dir(m->config->runtime_directory, 0755, &m->runtime_fd);
         if (r < 0)
                 return r;
-        r = open_own_dir(m->config->state_directory, 0755, &m->state_fd);
+        r = open_own_dir(m->config->state_directory, 0711, &m->state_fd);
         if (r < 0)
                 return r;
+        /* The job store and output live here: nobody lists it, also when an older rtd made it 0755. */
+        struct stat st;
+        if (fstat(m->state_fd, &st) >= 0 && (st.st_mode & 07777 & ~0711) &&
+            fchmod(m->state_fd, st.st_mode & 0711) < 0)
+                log_warning_errno(errno, "Failed to make %s mode 0711, ignoring: %m", m->config->state_directory);
 
         (void) sd_event_add_signal(m->event, NULL, SIGTERM, on_sigterm, m);
         (void) sd_event_add_signal(m->event, NULL, SIGINT, on_sigterm, m);

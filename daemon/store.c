@@ -2,6 +2,7 @@
 /* SQLite job store: one table of jobs (indexed columns + JSON), schema versions in PRAGMA user_version. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -240,6 +242,30 @@ static void checkpointer_stop(Checkpointer *c) {
         c->wake_fd = -1;
 }
 
+/*
+ * The store holds every job's argv and environment (tokens included): 0600, also when an older rtd made it
+ * 0644. SQLite gives -wal and -shm the database's mode when it creates them; existing ones are fixed here.
+ */
+static int store_make_private(int dir_fd, const char *name) {
+        static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
+
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                _cleanup_close_ int fd = -EBADF;
+                char path[PATH_MAX];
+
+                snprintf(path, sizeof path, "%s%s", name, suffixes[i]);
+                fd = openat(dir_fd, path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | (i == 0 ? O_CREAT : 0),
+                            0600);
+                if (fd < 0 && (errno == ENOENT && i > 0))
+                        continue;
+                if (fd < 0)
+                        return -errno;
+                if (fchmod(fd, 0600) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
 int store_open(int dir_fd, const char *name, Store **ret) {
         _cleanup_free_ char *path = NULL;
         Store *s;
@@ -253,6 +279,9 @@ int store_open(int dir_fd, const char *name, Store **ret) {
         if (!path)
                 return -ENOMEM;
 
+        r = store_make_private(dir_fd, name);
+        if (r < 0)
+                return r;
         s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
@@ -350,6 +379,19 @@ int store_update(Store *s, const StoreJob *j) {
         if (r >= 0 && sqlite3_changes(s->db) == 0)
                 return -ENOENT;
         return r;
+}
+
+int store_write_durable(Store *s, const StoreJob *j, bool insert) {
+        int r, k;
+
+        /* FULL in WAL mode: this commit's WAL frames are fsync()ed before it returns. Only the writes that
+         * must survive a power cut pay for it; the rest stay NORMAL (durable at the next checkpoint). */
+        r = exec_sql(s, "PRAGMA synchronous = FULL");
+        if (r < 0)
+                return r;
+        r = insert ? store_insert(s, j) : store_update(s, j);
+        k = exec_sql(s, "PRAGMA synchronous = NORMAL");
+        return r < 0 ? r : k;
 }
 
 static uint64_t max_of(Store *s, const char *sql) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -11,8 +12,9 @@ typedef struct Store Store;
 #define STORE_SCHEMA_VERSION 2
 
 /*
- * Open (creating or migrating) dir_fd/name. Durability: WAL with synchronous=NORMAL, so a committed
- * write survives a crash of rtd; a power cut may lose the last transactions since the last checkpoint.
+ * Open (creating or migrating) dir_fd/name, mode 0600 (also -wal and -shm). Durability: WAL with
+ * synchronous=NORMAL, so a committed write survives a crash of rtd; a power cut may lose the last
+ * transactions since the last checkpoint, except those written with store_write_durable().
  */
 int store_open(int dir_fd, const char *name, Store **ret);
 Store *store_free(Store *s);
@@ -36,6 +38,8 @@ typedef struct StoreJob {
 
 int store_insert(Store *s, const StoreJob *j);
 int store_update(Store *s, const StoreJob *j);
+/* store_insert() or store_update() whose commit is on disk when it returns (fsync), for a power cut. */
+int store_write_durable(Store *s, const StoreJob *j, bool insert);
 uint64_t store_max_id(Store *s);
 uint64_t store_max_seq(Store *s);
 

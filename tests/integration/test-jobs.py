@@ -114,6 +114,12 @@ def Skip_(msg):
     return Skip(msg)
 
 
+def output_dir(rtd):
+    """Where this store's output files are: state/output/<the store's instance id>."""
+    st, _, s = api(rtd, "GET", "/v1/status")
+    return os.path.join(rtd.dir, "state/output", s["jobs"]["store"]["instance"])
+
+
 def wait_worker(rtd, timeout=10):
     end = time.time() + timeout
     while time.time() < end:
@@ -167,7 +173,7 @@ def fifo_priority_affinity_from_inside():
         assert seen["sid"] and seen["nnp"] == "1" and seen["stdin"] == "/dev/null", seen
         # Nothing of rtd's or the worker's (the job's cgroup, spare files, sockets) is left open in the job;
         # its stdout and stderr are its own files under their final names.
-        out_dir = os.path.join(rtd.dir, "state/output")
+        out_dir = output_dir(rtd)
         assert sorted(seen["fds"]) == ["0", "1", "2"], seen["fds"]
         assert seen["fds"]["1"] == f"{out_dir}/{j['id']}.stdout", seen["fds"]
         assert seen["fds"]["2"] == f"{out_dir}/{j['id']}.stderr", seen["fds"]
@@ -234,7 +240,7 @@ def runs_as_the_caller():
             # Its output files: the user's, mode 0600.
             jid = int(uctl(rtd, u, "submit", "--", "/bin/echo", "hi", check=0).stdout)
             wait_final(rtd, jid)
-            st = os.stat(os.path.join(rtd.dir, "state/output", f"{jid}.stdout"))
+            st = os.stat(os.path.join(output_dir(rtd), f"{jid}.stdout"))
             assert st.st_uid == u.uid and st.st_mode & 0o777 == 0o600, st
             assert uctl(rtd, u, "logs", str(jid), check=0).stdout == "hi\n"
             # Root's job is visible to the user without its command line; not cancellable, output hidden.
@@ -458,7 +464,7 @@ def next_job_waits_in_the_worker():
         assert open(log).read().split() == [str(nxt["id"])]         # it ran once
         # The two output files handed with it while it waited were removed when it was taken back: only
         # rtd's pool of files made ahead (64) is left, none leaks.
-        out_dir = os.path.join(rtd.dir, "state/output")
+        out_dir = output_dir(rtd)
         spares = lambda: sorted(f for f in os.listdir(out_dir) if f.startswith("spare-"))
         end = time.time() + 5
         while len(spares()) < 64 and time.time() < end:

@@ -103,6 +103,10 @@ static const struct {
         { "{\"argv\":[\"a\"],\"cwd\":5}", "cwd" },
         { "{\"argv\":[\"a\"],\"name\":\"\"}", "name" },
         { "{\"argv\":[\"a\"],\"name\":\"a\\nb\"}", "name" },
+        { "{\"argv\":[\"a\"],\"name\":\"a\\u001b[2Jb\"}", "name" },       /* ESC: C0 */
+        { "{\"argv\":[\"a\"],\"name\":\"a\\u009b2Jb\"}", "name" },        /* CSI: C1 */
+        { "{\"argv\":[\"a\"],\"name\":\"a\\u0085b\"}", "name" },          /* NEL: C1 */
+        { "{\"argv\":[\"a\"],\"name\":\"a\\u007fb\"}", "name" },          /* DEL */
         { "{\"argv\":[\"a\"],\"cores\":0}", "cores" },
         { "{\"argv\":[\"a\"],\"cores\":1.5}", "cores" },
         { "{\"argv\":[\"a\"],\"cores\":\"2\"}", "cores" },
