@@ -329,7 +329,7 @@ static int events(Request *req, Response *resp) {
                         json_decref(ev);
                 }
         } else
-                (void) http_stream_write(s, ": connected\n\n", 14);
+                (void) http_stream_write(s, ": connected\n\n", strlen(": connected\n\n"));
         return 0;
 }
 

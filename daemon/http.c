@@ -34,6 +34,7 @@ struct Http {
         sd_event_source *timer;
         HttpGate *gate;
         bool read_only;
+        bool resumed;                   /* a stream was resumed since MHD last ran: run it on the next turn */
         HttpStream *streams;            /* open streams, so shutdown can end them */
 };
 
@@ -423,14 +424,17 @@ static void stream_free(void *cls) {
         free(s);
 }
 
+static int rearm_timer(Http *h);
+
 static void stream_wake(HttpStream *s) {
         if (s->suspended && s->connection) {
                 s->suspended = false;
                 MHD_resume_connection(s->connection);
-                /* Resuming does not wake the external epoll by itself: run MHD on the next loop iteration. */
+                /* Resuming does not wake the external epoll by itself, and MHD_get_timeout() does not count
+                 * it: note it, so every rearm until MHD runs again asks for the next loop turn. */
                 if (s->http && s->http->timer) {
-                        (void) sd_event_source_set_time(s->http->timer, 1);
-                        (void) sd_event_source_set_enabled(s->http->timer, SD_EVENT_ONESHOT);
+                        s->http->resumed = true;
+                        (void) rearm_timer(s->http);
                 }
         }
 }
@@ -515,7 +519,9 @@ static int rearm_timer(Http *h) {
         MHD_UNSIGNED_LONG_LONG ms;
         uint64_t when;
 
-        if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
+        if (h->resumed)
+                ms = 0;
+        else if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
                 return sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
         /*
          * 0 means MHD has connections with data it has not processed yet (its epoll is edge-triggered, so
@@ -529,6 +535,7 @@ static int rearm_timer(Http *h) {
 }
 
 static void run_mhd(Http *h) {
+        h->resumed = false;     /* MHD_run() takes resumed connections back first */
         (void) MHD_run(h->daemon);
         (void) rearm_timer(h);
 }

@@ -644,6 +644,7 @@ def events_stream():
         states = []
         while "succeeded" not in states:
             line = r.fp.readline().decode()
+            assert "\x00" not in line, f"a NUL byte in the stream: {line!r}"
             if line.startswith("data: "):
                 ev = json.loads(line[6:])
                 if ev["id"] == j["id"]:
