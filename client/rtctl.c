@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <curl/curl.h>
 
 #include "rtctl.h"
 #include "shared/macro.h"
@@ -98,7 +97,7 @@ static int strip_global_options(Ctl *c, int argc, char **argv, bool *want_help, 
 int main(int argc, char **argv) {
         Ctl c = { .socket_path = getenv("RTD_SOCKET") ?: DEFAULT_SOCKET };
         bool want_help = false, want_version = false;
-        int n, r;
+        int n;
 
         n = strip_global_options(&c, argc, argv, &want_help, &want_version);
         if (n < 0)
@@ -117,11 +116,8 @@ int main(int argc, char **argv) {
         }
         for (const Verb *v = verbs; v->name; v++)
                 if (streq(v->name, argv[1])) {
-                        curl_global_init(CURL_GLOBAL_DEFAULT);
                         optind = 0;     /* glibc: full getopt reset for the verb's own options */
-                        r = v->fn(&c, n - 1, argv + 1);
-                        curl_global_cleanup();
-                        return r;
+                        return v->fn(&c, n - 1, argv + 1);
                 }
         fprintf(stderr, "rtctl: unknown verb '%s'. Try 'rtctl --help' for the list.\n", argv[1]);
         return RTCTL_EXIT_USAGE;

@@ -69,8 +69,6 @@ static bool state_is_final(const char *s) {
 /* ---- waiting: server-sent events for one job ---- */
 
 typedef struct WaitState {
-        char *line;
-        size_t size;
         json_t *final;          /* the event of the job's end: state, exit_code, signal, reason */
         bool status_line;       /* stderr is a terminal: keep one live line */
         uint64_t id;
@@ -85,29 +83,18 @@ static void show_status(WaitState *w, json_t *ev) {
         fflush(stderr);
 }
 
-static bool on_event_chunk(const char *data, size_t size, void *userdata) {
+static bool on_job_event(const char *type, const char *data, size_t size, void *userdata) {
         WaitState *w = userdata;
-        char *nl, *nd = realloc(w->line, w->size + size + 1);
+        json_t *ev;
 
-        if (!nd)
-                return false;
-        w->line = nd;
-        memcpy(w->line + w->size, data, size);
-        w->size += size;
-        w->line[w->size] = 0;
-        while ((nl = strchr(w->line, '\n'))) {
-                *nl = 0;
-                if (startswith(w->line, "data: ")) {
-                        json_t *ev = json_loads(w->line + 6, 0, NULL);
-                        if (ev) {
-                                show_status(w, ev);
-                                if (state_is_final(jstr(ev, "state", NULL)) && !w->final)
-                                        w->final = json_incref(ev);
-                                json_decref(ev);
-                        }
-                }
-                w->size -= (size_t) (nl + 1 - w->line);
-                memmove(w->line, nl + 1, w->size + 1);
+        if (!streq(type, "job"))
+                return true;
+        ev = json_loadb(data, size, 0, NULL);
+        if (ev) {
+                show_status(w, ev);
+                if (state_is_final(jstr(ev, "state", NULL)) && !w->final)
+                        w->final = json_incref(ev);
+                json_decref(ev);
         }
         return !w->final;
 }
@@ -124,8 +111,7 @@ static int wait_for_job(Ctl *c, uint64_t id, bool quiet, json_t **ret_job) {
         snprintf(path, sizeof path, "/v1/events?job=%" PRIu64, id);
         for (;;) {
                 CtlResponse resp;
-                w.size = 0;
-                r = ctl_stream(c, path, on_event_chunk, &w, &resp);
+                r = ctl_events(c, path, on_job_event, &w, &resp);
                 ctl_response_done(&resp);
                 if (w.final)
                         break;
@@ -133,13 +119,12 @@ static int wait_for_job(Ctl *c, uint64_t id, bool quiet, json_t **ret_job) {
                         /* 404/403: let the GET below print the daemon's explanation. */
                         break;
                 }
-                if (r == RTCTL_EXIT_UNREACHABLE && ++unreachable > 120) {
-                        free(w.line);
+                if (r == RTCTL_EXIT_UNREACHABLE && ++unreachable > 120)
                         return r;
-                }
+                if (r != 0 && r != RTCTL_EXIT_UNREACHABLE)
+                        return r;       /* a malformed answer does not get better by asking again */
                 usleep(500000);  /* rtd restarting: reconnect */
         }
-        free(w.line);
         if (w.status_line)
                 fputc('\n', stderr);
         if (w.final && !c->json) {
@@ -152,13 +137,16 @@ static int wait_for_job(Ctl *c, uint64_t id, bool quiet, json_t **ret_job) {
         return ctl_get_json(c, path, ret_job);
 }
 
+static bool write_chunk(const char *data, size_t size, void *userdata) {
+        return fwrite(data, 1, size, userdata) == size;
+}
+
 static void print_output(Ctl *c, uint64_t id, const char *stream, FILE *to) {
         CtlResponse r;
         char path[96];
 
         snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s", id, stream);
-        if (ctl_request(c, "GET", path, NULL, &r) == 0 && r.status == 200 && r.body)
-                fwrite(r.body, 1, r.size, to);
+        (void) ctl_stream(c, path, false, write_chunk, to, &r);
         fflush(to);
         ctl_response_done(&r);
 }
@@ -563,18 +551,10 @@ int verb_logs(Ctl *c, int argc, char **argv) {
         json_decref(job);
         snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s%s", id, err ? "stderr" : "stdout",
                  follow ? "&follow=1" : "");
-        if (follow) {
-                r = ctl_stream(c, path, on_log_chunk, NULL, &resp);
-                ctl_response_done(&resp);
-                return r;
-        }
-        r = ctl_request(c, "GET", path, NULL, &resp);
-        if (r != 0)
-                return r;
-        if (resp.status != 200)
+        /* Streamed, not buffered: an output may be larger than memory would like. */
+        r = ctl_stream(c, path, follow, on_log_chunk, NULL, &resp);
+        if (r == 0 && resp.status != 200)
                 r = ctl_fail(c, &resp);
-        else if (resp.body)
-                fwrite(resp.body, 1, resp.size, stdout);
         ctl_response_done(&resp);
         return r;
 }
