@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rtctl.h"
+#include "view.h"
 #include "shared/macro.h"
 
 #define DEFAULT_SOCKET "/run/rtd/rtd.sock"
@@ -136,70 +137,13 @@ static int no_arguments(int argc, char **argv, const char *usage) {
         return -1;
 }
 
-/* Render any JSON value as indented "key: value" lines: the human view of a status section. */
-static void print_tree(const char *key, json_t *v, int indent) {
-        const char *k;
-        json_t *child;
-        size_t i;
-
-        if (json_is_object(v)) {
-                if (key)
-                        printf("%*s%s:\n", indent, "", key);
-                json_object_foreach(v, k, child)
-                        print_tree(k, child, indent + (key ? 2 : 0));
-                return;
-        }
-        if (json_is_array(v)) {
-                bool scalars = true;
-                json_array_foreach(v, i, child)
-                        if (json_is_object(child) || json_is_array(child))
-                                scalars = false;
-                if (scalars) {
-                        printf("%*s%s: ", indent, "", key ? key : "");
-                        if (json_array_size(v) == 0)
-                                printf("(none)");
-                        json_array_foreach(v, i, child) {
-                                _cleanup_free_ char *s = json_dumps(child, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
-                                printf("%s%s", i ? ", " : "", json_is_string(child) ? json_string_value(child)
-                                                                                    : strempty(s));
-                        }
-                        printf("\n");
-                        return;
-                }
-                printf("%*s%s:\n", indent, "", key ? key : "");
-                json_array_foreach(v, i, child) {
-                        char idx[32];
-                        snprintf(idx, sizeof idx, "- [%zu]", i);
-                        print_tree(idx, child, indent + 2);
-                }
-                return;
-        }
-        if (json_is_string(v))
-                printf("%*s%s: %s\n", indent, "", key, json_string_value(v));
-        else {
-                _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
-                printf("%*s%s: %s\n", indent, "", key, strempty(s));
-        }
-}
-
 static const char *str(json_t *o, const char *key) {
         const char *s = json_string_value(json_object_get(o, key));
         return s && *s ? s : "-";
 }
 
-static void print_duration(long long sec) {
-        if (sec >= 86400)
-                printf("%lldd %lldh", sec / 86400, sec % 86400 / 3600);
-        else if (sec >= 3600)
-                printf("%lldh %lldmin", sec / 3600, sec % 3600 / 60);
-        else if (sec >= 60)
-                printf("%lldmin %llds", sec / 60, sec % 60);
-        else
-                printf("%llds", sec);
-}
-
 int verb_status(Ctl *c, int argc, char **argv) {
-        json_t *j = NULL, *t, *caller;
+        json_t *j = NULL;
         int r;
 
         r = no_arguments(argc, argv, "Usage: rtctl status [--json]\nShow the daemon, reservation, jobs and "
@@ -214,24 +158,10 @@ int verb_status(Ctl *c, int argc, char **argv) {
                 json_decref(j);
                 return 0;
         }
-        t = json_object_get(j, "topology");
-        caller = json_object_get(j, "caller");
-        printf("rtd %s, pid %lld, up ", str(j, "version"), json_integer_value(json_object_get(j, "pid")));
-        print_duration(json_integer_value(json_object_get(j, "uptime_sec")));
-        printf("\n");
-        printf("Topology:      %lld CPUs online (%s), %lld package(s), %lld core(s), %lld NUMA node(s), SMT %s\n",
-               json_integer_value(json_object_get(t, "cpus")), str(t, "online"),
-               json_integer_value(json_object_get(t, "packages")), json_integer_value(json_object_get(t, "cores")),
-               json_integer_value(json_object_get(t, "nodes")),
-               json_is_true(json_object_get(t, "smt")) ? "on" : "off");
-        printf("Reserved:      %s\n", str(j, "reserved_cpus"));
-        printf("Housekeeping:  %s\n", str(j, "housekeeping_cpus"));
-        printf("You:           %s (uid %lld), role %s\n", str(caller, "user"),
-               json_integer_value(json_object_get(caller, "uid")), str(caller, "role"));
-        print_reservation(json_object_get(j, "reservation"));     /* verb-reserve.c */
-        print_tree("Jobs", json_object_get(j, "jobs"), 0);
-        print_tree("Metrics", json_object_get(j, "metrics"), 0);
-        print_tree("Config", json_object_get(j, "config"), 0);
+        View v;
+        view_init(&v, stdout);
+        view_status(&v, j);
+        view_done(&v);
         json_decref(j);
         return 0;
 }

@@ -70,6 +70,5 @@ int verb_logs(Ctl *c, int argc, char **argv);
 int verb_reserve(Ctl *c, int argc, char **argv);        /* verb-reserve.c */
 int verb_release(Ctl *c, int argc, char **argv);
 int verb_plan(Ctl *c, int argc, char **argv);
-void print_reservation(json_t *reservation);             /* the reservation part of rtctl status */
 int verb_metrics(Ctl *c, int argc, char **argv);        /* verb-metrics.c */
 int verb_top(Ctl *c, int argc, char **argv);

@@ -376,8 +376,9 @@ int ctl_events(Ctl *c, const char *path, CtlEvent on_event, void *userdata, CtlR
 
         sse_parser_init(&s.sse, sink_event, NULL, &s);
         *ret = (CtlResponse){};
-        /* rtd sends a comment every 15 s: a minute of silence means it is gone or stuck. */
-        r = exchange(c, "GET", path, NULL, &x, timeout_ms());
+        /* rtd sends a comment every 15 s: a minute of silence (or RTCTL_TIMEOUT if longer) means it is gone
+         * or stuck; a short RTCTL_TIMEOUT does not cut a wait for a long job. */
+        r = exchange(c, "GET", path, NULL, &x, MAX(timeout_ms(), 60000));
         if (r == 0 && ret->status >= 200 && ret->status < 300 && !s.stopped && s.sse.error)
                 r = RTCTL_EXIT_PROTOCOL;        /* said above */
         sse_parser_done(&s.sse);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "rtctl.h"
+#include "view.h"
 #include "shared/macro.h"
 
 #define RTCTL_EXIT_JOB_LOST 123
@@ -320,15 +321,6 @@ int verb_submit(Ctl *c, int argc, char **argv) {
 
 /* ---- list, show ---- */
 
-static void print_time_short(json_t *job, const char *key) {
-        const char *t = jstr(job, key, NULL);
-        /* "2026-11-22T03:04:05.123456Z" → "03:04:05" (UTC) */
-        if (t && strlen(t) >= 19)
-                printf("%.8s", t + 11);
-        else
-                printf("%-8s", "-");
-}
-
 int verb_list(Ctl *c, int argc, char **argv) {
         static const struct option options[] = {
                 { "state", required_argument, NULL, 's' },
@@ -340,8 +332,7 @@ int verb_list(Ctl *c, int argc, char **argv) {
         };
         const char *state = NULL, *user = NULL, *limit = NULL, *cursor = NULL;
         char path[512];
-        json_t *res, *jobs, *job;
-        size_t i;
+        json_t *res;
         int o, k;
 
         while ((o = getopt_long(argc, argv, "+s:u:l:c:h", options, NULL)) >= 0)
@@ -370,52 +361,12 @@ int verb_list(Ctl *c, int argc, char **argv) {
         k = ctl_get_json(c, path, &res);
         if (k != 0)
                 return k;
-        jobs = json_object_get(res, "jobs");
-        printf("%-8s %-10s %-10s %-6s %-5s %-8s %-8s %s\n", "ID", "STATE", "USER", "CPUS", "EXIT", "SUBMIT", "TOOK",
-               "NAME");
-        json_array_foreach(jobs, i, job) {
-                json_t *code = json_object_get(job, "exit_code"), *sig = json_object_get(job, "signal"),
-                       *dur = json_object_get(job, "duration_s");
-                char exit_s[16] = "-", took[16] = "-";
-                if (json_is_integer(sig))
-                        snprintf(exit_s, sizeof exit_s, "sig%d", (int) json_integer_value(sig));
-                else if (json_is_integer(code))
-                        snprintf(exit_s, sizeof exit_s, "%d", (int) json_integer_value(code));
-                if (json_is_number(dur))
-                        snprintf(took, sizeof took, "%.3gs", json_number_value(dur));
-                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-10s %-6s %-5s ", json_integer_value(json_object_get(job, "id")),
-                       jstr(job, "state", "?"), jstr(job, "user", "?"), jstr(job, "cpus", "-"), exit_s);
-                print_time_short(job, "submitted_at");
-                printf(" %-8s %s\n", took, jstr(job, "name", "-"));
-        }
-        if (json_is_string(json_object_get(res, "next_cursor")))
-                printf("(more: rtctl list --cursor %s)\n", jstr(res, "next_cursor", ""));
+        View v;
+        view_init(&v, stdout);
+        view_jobs(&v, res);
+        view_done(&v);
         json_decref(res);
         return RTCTL_EXIT_OK;
-}
-
-static void print_value(const char *key, json_t *v, int indent) {
-        const char *k;
-        json_t *child;
-
-        if (json_is_object(v) && streq(key, "env")) {
-                printf("%*s%s: (%zu variables; --json shows them)\n", indent, "", key, json_object_size(v));
-                return;
-        }
-        if (json_is_object(v)) {
-                printf("%*s%s:\n", indent, "", key);
-                json_object_foreach(v, k, child)
-                        print_value(k, child, indent + 2);
-                return;
-        }
-        if (json_is_null(v))
-                return;
-        if (json_is_string(v))
-                printf("%*s%s: %s\n", indent, "", key, json_string_value(v));
-        else {
-                _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
-                printf("%*s%s: %s\n", indent, "", key, strempty(s));
-        }
 }
 
 static int one_job(Ctl *c, int argc, char **argv, const char *usage, uint64_t *ret) {
@@ -433,8 +384,6 @@ static int one_job(Ctl *c, int argc, char **argv, const char *usage, uint64_t *r
 int verb_show(Ctl *c, int argc, char **argv) {
         char path[64];
         json_t *job;
-        const char *k;
-        json_t *v;
         uint64_t id;
         int r = one_job(c, argc, argv, "rtctl show ID\nOne job: spec, state, times, exit, CPU time, context "
                         "switches, dispatch latency, scheduling metrics.\n", &id);
@@ -453,8 +402,10 @@ int verb_show(Ctl *c, int argc, char **argv) {
         r = ctl_get_json(c, path, &job);
         if (r != 0)
                 return r;
-        json_object_foreach(job, k, v)
-                print_value(k, v, 0);
+        View v;
+        view_init(&v, stdout);
+        view_job(&v, job);
+        view_done(&v);
         json_decref(job);
         return RTCTL_EXIT_OK;
 }

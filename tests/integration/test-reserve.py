@@ -349,7 +349,7 @@ def release_restores_everything():
         s.assert_reserved()
         # Human status shows the reservation, knobs original → current, drift counts.
         p = ns.ctl("status")
-        assert "Reservation: CPUs 1 reserved" in p.stdout and "kernel.sched_rt_runtime_us" in p.stdout, p.stdout
+        assert "active: CPU 1 reserved" in p.stdout and "kernel.sched_rt_runtime_us" in p.stdout, p.stdout
         assert "drift check: every 1s" in p.stdout, p.stdout
 
         # A task started later from an unconfined parent (nsenter runs outside) lands on every CPU; the
