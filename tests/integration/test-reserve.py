@@ -345,7 +345,7 @@ def release_restores_everything():
         assert ns.ctl_json("status")["reservation"]["state"] == "none"
         p = ns.ctl("reserve", RESERVED)
         assert p.returncode == 0, p.stderr
-        assert f"CPUs {RESERVED} reserved" in p.stdout and "backend: affinity" in p.stdout, p.stdout
+        assert f"active: CPU {RESERVED} reserved" in p.stdout and "Backend: affinity" in p.stdout, p.stdout
         s.assert_reserved()
         # Human status shows the reservation, knobs original → current, drift counts.
         p = ns.ctl("status")
