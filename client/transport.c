@@ -257,6 +257,9 @@ static int exchange(Ctl *c, const char *method, const char *path, json_t *body, 
                         return r;
                 http1_parser_init(&p, &callbacks, x);
                 r = send_all(req, req_size, ms);
+                /* rtd may have answered and closed before reading it all (a refusal): read the answer. */
+                if (r == -EPIPE || r == -ECONNRESET)
+                        r = 0;
                 for (; r == 0;) {
                         int idle = p.state >= HTTP1_BODY_LENGTH && p.state != HTTP1_TRAILER ? body_idle_ms : ms;
                         ssize_t n;
@@ -303,11 +306,12 @@ static int exchange(Ctl *c, const char *method, const char *path, json_t *body, 
                 return timed_out(c, p.state >= HTTP1_BODY_LENGTH ? body_idle_ms : ms);
         if (r == -EPIPE) {
                 /* rtd stopped or restarted mid-answer: unreachable, not malformed (wait reconnects). */
-                fprintf(stderr, "rtctl: rtd closed the connection early: %s\n", p.error);
+                fprintf(stderr, "rtctl: rtd closed the connection early: %s\n",
+                        p.error ? p.error : "while rtctl was sending its request");
                 return RTCTL_EXIT_UNREACHABLE;
         }
         if (r == -EBADMSG)
-                return protocol_error(p.error);
+                return protocol_error(p.error ? p.error : "?");
         if (x->too_big)
                 return protocol_error("the body is larger than 64 MiB");
         if (r == -ENOMEM) {

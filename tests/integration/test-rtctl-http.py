@@ -196,6 +196,36 @@ def an_idle_kept_connection_closed_by_rtd_is_retried_once():
 
 
 @test
+def a_refusal_before_the_body_is_read_is_shown():
+    # rtd may refuse a large request from its head and close without reading the body: rtctl shows the
+    # refusal instead of a broken pipe.
+    def answer(c, req):
+        b = b'{"title":"Request too large","detail":"the body is larger than 64 KiB"}'
+        c.sendall(b"HTTP/1.1 413 Content Too Large\r\nContent-Type: application/problem+json\r\n"
+                  b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(b), b))
+        return False
+
+    class HeadOnly(FakeServer):
+        def serve(self, c):
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += c.recv(4096)
+            self.requests.append(data)
+            answer(c, data)
+            c.close()
+
+    with tempfile.TemporaryDirectory() as d:
+        srv = HeadOnly(d, answer)
+        big = ["-e", "X%d=%s" % (0, "y" * 100000)]
+        for i in range(1, 12):
+            big += ["-e", "X%d=%s" % (i, "y" * 100000)]
+        p = rtctl(srv.path, "submit", "-E", *big, "--", "/bin/true")
+        srv.close()
+        assert p.returncode == 1 and "Request too large: the body is larger than 64 KiB" in p.stderr, \
+            (p.returncode, p.stderr)
+
+
+@test
 def a_malformed_event_stream_is_not_waited_on():
     def answer(c, req):
         if req.startswith(b"POST"):
