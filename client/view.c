@@ -12,7 +12,10 @@ void view_init(View *v, FILE *out) {
         const char *term = getenv("TERM");
 
         *v = (View){ .out = out, .now = time(NULL), .key_width = 13 };
-        v->color = isatty(fileno(out)) && !getenv("NO_COLOR") && !(term && streq(term, "dumb"));
+        const char *no_color = getenv("NO_COLOR");
+
+        /* https://no-color.org: set and not empty means no colour. */
+        v->color = isatty(fileno(out)) && !(no_color && *no_color) && !(term && streq(term, "dumb"));
 }
 
 void view_done(View *v) {

@@ -6,12 +6,14 @@ what was wrong and exit (69 unreachable, 76 malformed), never hang or crash. Als
 connect: no socket, a stale socket, permission denied on the socket and on a parent directory, checked as
 an unprivileged user. No rtd runs here and no knob is touched."""
 import os
+import pty
 import socket
+import subprocess
 import tempfile
 import threading
 import time
 
-from rtdtest import RTCTL, need_root, run, run_tests, test, TestUser
+from rtdtest import RTCTL, SOURCE, need_root, run, run_tests, test, TestUser
 
 
 class FakeServer:
@@ -242,6 +244,48 @@ def a_malformed_event_stream_is_not_waited_on():
         srv.close()
         assert p.returncode == 76 and "chunk is longer than its size" in p.stderr, (p.returncode, p.stderr)
         assert p.took < 5, p.took
+
+
+def status_on(sock, env_extra, tty):
+    """rtctl status's stdout on a pseudo-terminal (tty) or a pipe."""
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env.update({"RTD_SOCKET": sock, "TERM": "xterm", **env_extra})
+    if not tty:
+        return subprocess.run([RTCTL, "status"], env=env, capture_output=True, timeout=10).stdout
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(RTCTL, [RTCTL, "status"], env)
+    out = b""
+    while True:
+        try:
+            b = os.read(fd, 65536)
+        except OSError:
+            break
+        if not b:
+            break
+        out += b
+    os.waitpid(pid, 0)
+    return out
+
+
+@test
+def colour_on_a_terminal_unless_no_color():
+    status = open(os.path.join(SOURCE, "tests/fixtures/views/status-reserved.json"), "rb").read()
+
+    def answer(c, req):
+        c.sendall(JSON_OK % (len(status), status))
+        return True
+
+    with tempfile.TemporaryDirectory() as d:
+        srv = FakeServer(d, answer)
+        tty = status_on(srv.path, {}, True)
+        assert b"\033[" in tty and b"Reservation" in tty, tty
+        for env, on_tty in (({"NO_COLOR": "1"}, True), ({}, False), ({"TERM": "dumb"}, True)):
+            out = status_on(srv.path, env, on_tty)
+            assert b"\033" not in out and b"Reservation" in out, (env, on_tty, out)
+        # An empty NO_COLOR does not count (no-color.org).
+        assert b"\033[" in status_on(srv.path, {"NO_COLOR": ""}, True)
+        srv.close()
 
 
 @test
