@@ -15,13 +15,16 @@ static long long state_count(json_t *by_state, const char *state) {
 /* "2 running, 1 queued, 40 finished (3 failed)" */
 static void jobs_line(View *v, json_t *jobs) {
         json_t *st = json_object_get(jobs, "jobs");
-        long long running = state_count(st, "running") + state_count(st, "starting");
+        long long running = state_count(st, "running"), starting = state_count(st, "starting");
         long long queued = state_count(st, "queued");
         long long failed = state_count(st, "failed") + state_count(st, "timed_out") + state_count(st, "lost");
         long long finished = failed + state_count(st, "succeeded") + state_count(st, "cancelled");
 
-        fprintf(v->out, "%*s: %s%lld running%s, %lld queued, %lld finished", v->key_width, "Jobs",
-                view_on(v, running ? VC_INFO : VC_NONE), running, view_off(v), queued, finished);
+        fprintf(v->out, "%*s: %s%lld running%s, ", v->key_width, "Jobs", view_on(v, running ? VC_INFO : VC_NONE),
+                running, view_off(v));
+        if (starting)
+                fprintf(v->out, "%lld starting, ", starting);
+        fprintf(v->out, "%lld queued, %lld finished", queued, finished);
         if (failed)
                 fprintf(v->out, " (%s%lld failed%s)", view_on(v, VC_BAD), failed, view_off(v));
         fprintf(v->out, "; queue %s\n", view_jstr(v, jobs, "policy", "fifo"));
