@@ -18,6 +18,7 @@
 
 #include "rtctl.h"
 #include "view.h"
+#include "shared/http1.h"
 #include "shared/macro.h"
 
 #define RTCTL_EXIT_JOB_LOST 123
@@ -331,7 +332,7 @@ int verb_list(Ctl *c, int argc, char **argv) {
                 {},
         };
         const char *state = NULL, *user = NULL, *limit = NULL, *cursor = NULL;
-        char path[512];
+        _cleanup_free_ char *path = NULL;
         json_t *res;
         int o, k;
 
@@ -348,8 +349,13 @@ int verb_list(Ctl *c, int argc, char **argv) {
                 default:
                         return RTCTL_EXIT_USAGE;
                 }
-        snprintf(path, sizeof path, "/v1/jobs?limit=%s%s%s%s%s%s%s", limit ?: "50", state ? "&state=" : "",
-                 strempty(state), user ? "&user=" : "", strempty(user), cursor ? "&cursor=" : "", strempty(cursor));
+        _cleanup_free_ char *e_limit = http1_escape_query(limit ?: "50"), *e_state = http1_escape_query(strempty(state)),
+                            *e_user = http1_escape_query(strempty(user)), *e_cursor = http1_escape_query(strempty(cursor));
+        if (!e_limit || !e_state || !e_user || !e_cursor)
+                return RTCTL_EXIT_REFUSED;
+        if (asprintf(&path, "/v1/jobs?limit=%s%s%s%s%s%s%s", e_limit, state ? "&state=" : "", e_state,
+                     user ? "&user=" : "", e_user, cursor ? "&cursor=" : "", e_cursor) < 0)
+                return RTCTL_EXIT_REFUSED;
         if (c->json) {
                 CtlResponse r;
                 k = ctl_request(c, "GET", path, NULL, &r);

@@ -400,3 +400,19 @@ int http1_format_request(const char *method, const char *path, const char *conte
         *ret_size = head + (body ? body_size : 0);
         return 0;
 }
+
+char *http1_escape_query(const char *s) {
+        char *out = malloc(strlen(s) * 3 + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++) {
+                if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                    strchr("-._~", *c))
+                        *o++ = (char) *c;
+                else
+                        o += sprintf(o, "%%%02X", *c);
+        }
+        *o = 0;
+        return out;
+}

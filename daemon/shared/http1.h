@@ -75,5 +75,8 @@ bool http1_parser_keep_alive(const Http1Parser *p);
  * plain tokens and an origin-form path without spaces or control characters: -EINVAL otherwise.
  * Returns 0 with *ret a malloc'ed request (head, then the body) of *ret_size bytes, or -ENOMEM.
  */
+/* s percent-encoded for a query value (unreserved characters kept), malloc'ed; NULL on ENOMEM. */
+char *http1_escape_query(const char *s);
+
 int http1_format_request(const char *method, const char *path, const char *content_type, const char *body,
                          size_t body_size, char **ret, size_t *ret_size);

@@ -176,6 +176,17 @@ def requests_are_well_formed_and_the_connection_is_reused():
 
 
 @test
+def query_values_are_escaped():
+    with tempfile.TemporaryDirectory() as d:
+        srv = FakeServer(d, send(JSON_OK % (11, b'{"jobs":[]}')))
+        p = rtctl(srv.path, "list", "--state", "queued&user=root", "--user", "a b")
+        srv.close()
+        assert p.returncode == 0 and "No jobs." in p.stdout, p
+        assert srv.requests[0].startswith(b"GET /v1/jobs?limit=50&state=queued%26user%3Droot&user=a%20b HTTP/1.1\r\n"), \
+            srv.requests
+
+
+@test
 def an_idle_kept_connection_closed_by_rtd_is_retried_once():
     # rtd may close a kept-alive connection between two requests: the next request goes on a new one.
     def answer(c, req):

@@ -307,6 +307,9 @@ static void test_format_request(void **state) {
         assert_int_equal(http1_format_request("GET", "/v1/events?job=3", NULL, NULL, 0, &req, &n), 0);
         assert_string_equal(req, "GET /v1/events?job=3 HTTP/1.1\r\nHost: rtd\r\nAccept: application/json\r\n\r\n");
         free(req);
+        char *q = http1_escape_query("queued&user=root x/ü");
+        assert_string_equal(q, "queued%26user%3Droot%20x%2F%C3%BC");
+        free(q);
         /* No request smuggling through a path, method or content type. */
         assert_int_equal(http1_format_request("GET", "/a b", NULL, NULL, 0, &req, &n), -EINVAL);
         assert_int_equal(http1_format_request("GET", "/a\r\nX: 1", NULL, NULL, 0, &req, &n), -EINVAL);
