@@ -71,7 +71,7 @@ void view_status(View *v, json_t *j) {
 
         fprintf(v->out, "%s●%s rtd %s: %srunning%s, pid %lld, up %s%s\n", view_on(v, VC_GOOD), view_off(v),
                 view_jstr(v, j, "version", "?"), view_on(v, VC_GOOD), view_off(v), view_jint(j, "pid"),
-                view_duration((double) up, b1, sizeof b1), json_is_true(json_object_get(j, "socket_activated"))
+                up > 0 ? view_duration((double) up, b1, sizeof b1) : "0s", json_is_true(json_object_get(j, "socket_activated"))
                                                                   ? " (socket-activated)" : "");
         view_field(v, "Reserved", "%s%s%s, housekeeping %s", view_on(v, VC_BOLD),
                    view_cpus(view_jstr(v, j, "reserved_cpus", NULL), b2, sizeof b2), view_off(v),

@@ -350,7 +350,7 @@ def release_restores_everything():
         # Human status shows the reservation, knobs original → current, drift counts.
         p = ns.ctl("status")
         assert "active: CPU 1 reserved" in p.stdout and "kernel.sched_rt_runtime_us" in p.stdout, p.stdout
-        assert "drift check: every 1s" in p.stdout, p.stdout
+        assert "Drift check: every 1s" in p.stdout and "950000 → 980000" in p.stdout, p.stdout
 
         # A task started later from an unconfined parent (nsenter runs outside) lands on every CPU; the
         # drift check catches it within CheckIntervalSec=1.
