@@ -177,36 +177,36 @@ static void test_bad_chunks(void **state) {
 }
 
 static void test_bad_heads(void **state) {
-        static const char *const bad[] = {
-                "HTTP/2 200 OK\r\n\r\n",
-                "HTTP/1.1 20 OK\r\n\r\n",
-                "HTTP/1.1 2000 OK\r\n\r\n",
-                "http/1.1 200 OK\r\n\r\n",
-                "HTTP/1.1 099 Low\r\n\r\n",
-                "<html>hello</html>\r\n\r\n",
-                "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
-                "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\nab",
-                "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nab",
-                "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
-                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
-                "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
-                "HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\n\r\n",
-                "HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n",
-                "HTTP/1.1 200 OK\r\n: no name\r\n\r\n",
-                "HTTP/1.1 200 OK\r\nNo-Colon\r\n\r\n",
-                "HTTP/1.1 200 OK\r\nX-A: a\rb\r\n\r\n",
-                "HTTP/1.1 200 OK\r\nX-A: a\x01\r\n\r\n",
-                "HTTP/1.1 101 Switching Protocols\r\n\r\n",
+        /* Each refused with its own reason, so a check that goes missing shows even if another catches it. */
+        static const struct { const char *text, *why; } bad[] = {
+                { "HTTP/2 200 OK\r\n\r\n", "HTTP/1.x status line" },
+                { "HTTP/1.1 20 OK\r\n\r\n", "three digits" },
+                { "HTTP/1.1 2000 OK\r\n\r\n", "three digits" },
+                { "http/1.1 200 OK\r\n\r\n", "HTTP/1.x status line" },
+                { "HTTP/1.1 099 Low\r\n\r\n", "below 100" },
+                { "<html>hello</html>\r\n\r\n", "HTTP/1.x status line" },
+                { "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", "two different" },
+                { "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\nab", "not a number" },
+                { "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nab", "not a number" },
+                { "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n", "too large" },
+                { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n", "both" },
+                { "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "not plain chunked" },
+                { "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", "twice" },
+                { "HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\n\r\n", "folded" },
+                { "HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n", "name has a character" },
+                { "HTTP/1.1 200 OK\r\n: no name\r\n\r\n", "no name" },
+                { "HTTP/1.1 200 OK\r\nNo-Colon\r\n\r\n", "no name" },
+                { "HTTP/1.1 200 OK\r\nX-A: a\rb\r\n\r\n", "CR is not followed by LF" },
+                { "HTTP/1.1 200 OK\r\nX-A: a\x01\r\n\r\n", "control character" },
+                { "HTTP/1.1 101 Switching Protocols\r\n\r\n", "switched protocols" },
         };
         Http1Parser p;
         Got g;
 
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-                int r = feed_all(&p, &g, bad[i], true);
-                if (r != -EBADMSG)
-                        fail_msg("head %zu gave %d: %s", i, r, bad[i]);
-                assert_non_null(p.error);
+                int r = feed_all(&p, &g, bad[i].text, true);
+                if (r != -EBADMSG || !p.error || !strstr(p.error, bad[i].why))
+                        fail_msg("head %zu gave %d (%s), expected: %s", i, r, p.error ? p.error : "-", bad[i].why);
                 assert_int_equal(g.body_len, 0);
         }
         /* A NUL inside a header line. */
@@ -214,6 +214,7 @@ static void test_bad_heads(void **state) {
         size_t used;
         memset(&g, 0, sizeof g);
         assert_int_equal(feed_cut(&p, &g, nul, sizeof nul - 1, NULL, 0, &used, false), -EBADMSG);
+        assert_non_null(strstr(p.error, "NUL"));
 }
 
 static void test_oversize(void **state) {
