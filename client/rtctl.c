@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <curl/curl.h>
 
 #include "rtctl.h"
+#include "view.h"
 #include "shared/macro.h"
 
 #define DEFAULT_SOCKET "/run/rtd/rtd.sock"
@@ -47,7 +47,8 @@ static void help(void) {
                "  -h, --help         this help; 'rtctl VERB --help' for a verb's options\n"
                "      --version      rtctl's version\n"
                "\nExit codes: 0 ok, 1 rtd refused (its reason is printed), 2 usage error,\n"
-               "69 rtd unreachable (socket missing or permission denied); job verbs add theirs (rtctl(1)).\n"
+               "69 rtd unreachable (socket missing, permission denied, no answer within $RTCTL_TIMEOUT s),\n"
+               "76 rtd's answer malformed; job verbs add theirs (rtctl(1)).\n"
                "\nExamples:\n"
                "  rtctl status\n"
                "  rtctl submit --wait -- ./simulate --steps 1000\n"
@@ -98,7 +99,7 @@ static int strip_global_options(Ctl *c, int argc, char **argv, bool *want_help, 
 int main(int argc, char **argv) {
         Ctl c = { .socket_path = getenv("RTD_SOCKET") ?: DEFAULT_SOCKET };
         bool want_help = false, want_version = false;
-        int n, r;
+        int n;
 
         n = strip_global_options(&c, argc, argv, &want_help, &want_version);
         if (n < 0)
@@ -117,11 +118,8 @@ int main(int argc, char **argv) {
         }
         for (const Verb *v = verbs; v->name; v++)
                 if (streq(v->name, argv[1])) {
-                        curl_global_init(CURL_GLOBAL_DEFAULT);
                         optind = 0;     /* glibc: full getopt reset for the verb's own options */
-                        r = v->fn(&c, n - 1, argv + 1);
-                        curl_global_cleanup();
-                        return r;
+                        return v->fn(&c, n - 1, argv + 1);
                 }
         fprintf(stderr, "rtctl: unknown verb '%s'. Try 'rtctl --help' for the list.\n", argv[1]);
         return RTCTL_EXIT_USAGE;
@@ -140,70 +138,13 @@ static int no_arguments(int argc, char **argv, const char *usage) {
         return -1;
 }
 
-/* Render any JSON value as indented "key: value" lines: the human view of a status section. */
-static void print_tree(const char *key, json_t *v, int indent) {
-        const char *k;
-        json_t *child;
-        size_t i;
-
-        if (json_is_object(v)) {
-                if (key)
-                        printf("%*s%s:\n", indent, "", key);
-                json_object_foreach(v, k, child)
-                        print_tree(k, child, indent + (key ? 2 : 0));
-                return;
-        }
-        if (json_is_array(v)) {
-                bool scalars = true;
-                json_array_foreach(v, i, child)
-                        if (json_is_object(child) || json_is_array(child))
-                                scalars = false;
-                if (scalars) {
-                        printf("%*s%s: ", indent, "", key ? key : "");
-                        if (json_array_size(v) == 0)
-                                printf("(none)");
-                        json_array_foreach(v, i, child) {
-                                _cleanup_free_ char *s = json_dumps(child, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
-                                printf("%s%s", i ? ", " : "", json_is_string(child) ? json_string_value(child)
-                                                                                    : strempty(s));
-                        }
-                        printf("\n");
-                        return;
-                }
-                printf("%*s%s:\n", indent, "", key ? key : "");
-                json_array_foreach(v, i, child) {
-                        char idx[32];
-                        snprintf(idx, sizeof idx, "- [%zu]", i);
-                        print_tree(idx, child, indent + 2);
-                }
-                return;
-        }
-        if (json_is_string(v))
-                printf("%*s%s: %s\n", indent, "", key, json_string_value(v));
-        else {
-                _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
-                printf("%*s%s: %s\n", indent, "", key, strempty(s));
-        }
-}
-
 static const char *str(json_t *o, const char *key) {
         const char *s = json_string_value(json_object_get(o, key));
         return s && *s ? s : "-";
 }
 
-static void print_duration(long long sec) {
-        if (sec >= 86400)
-                printf("%lldd %lldh", sec / 86400, sec % 86400 / 3600);
-        else if (sec >= 3600)
-                printf("%lldh %lldmin", sec / 3600, sec % 3600 / 60);
-        else if (sec >= 60)
-                printf("%lldmin %llds", sec / 60, sec % 60);
-        else
-                printf("%llds", sec);
-}
-
 int verb_status(Ctl *c, int argc, char **argv) {
-        json_t *j = NULL, *t, *caller;
+        json_t *j = NULL;
         int r;
 
         r = no_arguments(argc, argv, "Usage: rtctl status [--json]\nShow the daemon, reservation, jobs and "
@@ -218,24 +159,10 @@ int verb_status(Ctl *c, int argc, char **argv) {
                 json_decref(j);
                 return 0;
         }
-        t = json_object_get(j, "topology");
-        caller = json_object_get(j, "caller");
-        printf("rtd %s, pid %lld, up ", str(j, "version"), json_integer_value(json_object_get(j, "pid")));
-        print_duration(json_integer_value(json_object_get(j, "uptime_sec")));
-        printf("\n");
-        printf("Topology:      %lld CPUs online (%s), %lld package(s), %lld core(s), %lld NUMA node(s), SMT %s\n",
-               json_integer_value(json_object_get(t, "cpus")), str(t, "online"),
-               json_integer_value(json_object_get(t, "packages")), json_integer_value(json_object_get(t, "cores")),
-               json_integer_value(json_object_get(t, "nodes")),
-               json_is_true(json_object_get(t, "smt")) ? "on" : "off");
-        printf("Reserved:      %s\n", str(j, "reserved_cpus"));
-        printf("Housekeeping:  %s\n", str(j, "housekeeping_cpus"));
-        printf("You:           %s (uid %lld), role %s\n", str(caller, "user"),
-               json_integer_value(json_object_get(caller, "uid")), str(caller, "role"));
-        print_reservation(json_object_get(j, "reservation"));     /* verb-reserve.c */
-        print_tree("Jobs", json_object_get(j, "jobs"), 0);
-        print_tree("Metrics", json_object_get(j, "metrics"), 0);
-        print_tree("Config", json_object_get(j, "config"), 0);
+        View v;
+        view_init(&v, stdout);
+        view_status(&v, j);
+        view_done(&v);
         json_decref(j);
         return 0;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* rtctl internals shared by the verb files: the HTTP client over the unix socket, output, exit codes. */
+/* rtctl internals shared by the verb files: the HTTP client over the unix socket (transport.c), output,
+ * exit codes. */
 #pragma once
 
 #include <jansson.h>
@@ -11,6 +12,7 @@
 #define RTCTL_EXIT_REFUSED 1            /* the daemon said no (problem+json shown) */
 #define RTCTL_EXIT_USAGE 2
 #define RTCTL_EXIT_UNREACHABLE 69       /* EX_UNAVAILABLE: socket missing, refused, permission denied */
+#define RTCTL_EXIT_PROTOCOL 76          /* EX_PROTOCOL: rtd's answer was not well-formed HTTP or events */
 
 typedef struct Ctl {
         const char *socket_path;
@@ -36,11 +38,15 @@ void ctl_response_done(CtlResponse *r);
  */
 int ctl_request(Ctl *c, const char *method, const char *path, json_t *body, CtlResponse *ret);
 /*
- * Stream a response body to a callback as it arrives (logs -f, events). The callback returns false to
- * stop. Returns like ctl_request; ret->status/content_type are set, body is not kept.
+ * GET path and hand a 2xx body to a callback as it arrives (logs); other bodies are kept in ret for
+ * ctl_fail. The callback returns false to stop. endless: no limit on a quiet stream (logs -f).
+ * Returns like ctl_request.
  */
 typedef bool (*CtlChunk)(const char *data, size_t size, void *userdata);
-int ctl_stream(Ctl *c, const char *path, CtlChunk on_chunk, void *userdata, CtlResponse *ret);
+int ctl_stream(Ctl *c, const char *path, bool endless, CtlChunk on_chunk, void *userdata, CtlResponse *ret);
+/* GET a server-sent event stream; each event's type and data (NUL-terminated) go to the callback. */
+typedef bool (*CtlEvent)(const char *type, const char *data, size_t size, void *userdata);
+int ctl_events(Ctl *c, const char *path, CtlEvent on_event, void *userdata, CtlResponse *ret);
 
 /* For a non-2xx response: print "rtctl: <title>: <detail>" and return RTCTL_EXIT_REFUSED. */
 int ctl_fail(Ctl *c, CtlResponse *r);
@@ -74,6 +80,5 @@ int verb_logs(Ctl *c, int argc, char **argv);
 int verb_reserve(Ctl *c, int argc, char **argv);        /* verb-reserve.c */
 int verb_release(Ctl *c, int argc, char **argv);
 int verb_plan(Ctl *c, int argc, char **argv);
-void print_reservation(json_t *reservation);             /* the reservation part of rtctl status */
 int verb_metrics(Ctl *c, int argc, char **argv);        /* verb-metrics.c */
 int verb_top(Ctl *c, int argc, char **argv);

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "rtctl.h"
+#include "view.h"
+#include "shared/http1.h"
 #include "shared/macro.h"
 
 #define RTCTL_EXIT_JOB_LOST 123
@@ -69,8 +71,6 @@ static bool state_is_final(const char *s) {
 /* ---- waiting: server-sent events for one job ---- */
 
 typedef struct WaitState {
-        char *line;
-        size_t size;
         json_t *final;          /* the event of the job's end: state, exit_code, signal, reason */
         bool status_line;       /* stderr is a terminal: keep one live line */
         uint64_t id;
@@ -85,29 +85,18 @@ static void show_status(WaitState *w, json_t *ev) {
         fflush(stderr);
 }
 
-static bool on_event_chunk(const char *data, size_t size, void *userdata) {
+static bool on_job_event(const char *type, const char *data, size_t size, void *userdata) {
         WaitState *w = userdata;
-        char *nl, *nd = realloc(w->line, w->size + size + 1);
+        json_t *ev;
 
-        if (!nd)
-                return false;
-        w->line = nd;
-        memcpy(w->line + w->size, data, size);
-        w->size += size;
-        w->line[w->size] = 0;
-        while ((nl = strchr(w->line, '\n'))) {
-                *nl = 0;
-                if (startswith(w->line, "data: ")) {
-                        json_t *ev = json_loads(w->line + 6, 0, NULL);
-                        if (ev) {
-                                show_status(w, ev);
-                                if (state_is_final(jstr(ev, "state", NULL)) && !w->final)
-                                        w->final = json_incref(ev);
-                                json_decref(ev);
-                        }
-                }
-                w->size -= (size_t) (nl + 1 - w->line);
-                memmove(w->line, nl + 1, w->size + 1);
+        if (!streq(type, "job"))
+                return true;
+        ev = json_loadb(data, size, 0, NULL);
+        if (ev) {
+                show_status(w, ev);
+                if (state_is_final(jstr(ev, "state", NULL)) && !w->final)
+                        w->final = json_incref(ev);
+                json_decref(ev);
         }
         return !w->final;
 }
@@ -124,8 +113,7 @@ static int wait_for_job(Ctl *c, uint64_t id, bool quiet, json_t **ret_job) {
         snprintf(path, sizeof path, "/v1/events?job=%" PRIu64, id);
         for (;;) {
                 CtlResponse resp;
-                w.size = 0;
-                r = ctl_stream(c, path, on_event_chunk, &w, &resp);
+                r = ctl_events(c, path, on_job_event, &w, &resp);
                 ctl_response_done(&resp);
                 if (w.final)
                         break;
@@ -133,13 +121,12 @@ static int wait_for_job(Ctl *c, uint64_t id, bool quiet, json_t **ret_job) {
                         /* 404/403: let the GET below print the daemon's explanation. */
                         break;
                 }
-                if (r == RTCTL_EXIT_UNREACHABLE && ++unreachable > 120) {
-                        free(w.line);
+                if (r == RTCTL_EXIT_UNREACHABLE && ++unreachable > 120)
                         return r;
-                }
+                if (r != 0 && r != RTCTL_EXIT_UNREACHABLE)
+                        return r;       /* a malformed answer does not get better by asking again */
                 usleep(500000);  /* rtd restarting: reconnect */
         }
-        free(w.line);
         if (w.status_line)
                 fputc('\n', stderr);
         if (w.final && !c->json) {
@@ -152,13 +139,16 @@ static int wait_for_job(Ctl *c, uint64_t id, bool quiet, json_t **ret_job) {
         return ctl_get_json(c, path, ret_job);
 }
 
+static bool write_chunk(const char *data, size_t size, void *userdata) {
+        return fwrite(data, 1, size, userdata) == size;
+}
+
 static void print_output(Ctl *c, uint64_t id, const char *stream, FILE *to) {
         CtlResponse r;
         char path[96];
 
         snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s", id, stream);
-        if (ctl_request(c, "GET", path, NULL, &r) == 0 && r.status == 200 && r.body)
-                fwrite(r.body, 1, r.size, to);
+        (void) ctl_stream(c, path, false, write_chunk, to, &r);
         fflush(to);
         ctl_response_done(&r);
 }
@@ -355,15 +345,6 @@ int verb_submit(Ctl *c, int argc, char **argv) {
 
 /* ---- list, show ---- */
 
-static void print_time_short(json_t *job, const char *key) {
-        const char *t = jstr(job, key, NULL);
-        /* "2026-11-22T03:04:05.123456Z" → "03:04:05" (UTC) */
-        if (t && strlen(t) >= 19)
-                printf("%.8s", t + 11);
-        else
-                printf("%-8s", "-");
-}
-
 int verb_list(Ctl *c, int argc, char **argv) {
         static const struct option options[] = {
                 { "state", required_argument, NULL, 's' },
@@ -374,9 +355,8 @@ int verb_list(Ctl *c, int argc, char **argv) {
                 {},
         };
         const char *state = NULL, *user = NULL, *limit = NULL, *cursor = NULL;
-        char path[512];
-        json_t *res, *jobs, *job;
-        size_t i;
+        _cleanup_free_ char *path = NULL;
+        json_t *res;
         int o, k;
 
         while ((o = getopt_long(argc, argv, "+s:u:l:c:h", options, NULL)) >= 0)
@@ -392,8 +372,13 @@ int verb_list(Ctl *c, int argc, char **argv) {
                 default:
                         return RTCTL_EXIT_USAGE;
                 }
-        snprintf(path, sizeof path, "/v1/jobs?limit=%s%s%s%s%s%s%s", limit ?: "50", state ? "&state=" : "",
-                 strempty(state), user ? "&user=" : "", strempty(user), cursor ? "&cursor=" : "", strempty(cursor));
+        _cleanup_free_ char *e_limit = http1_escape_query(limit ?: "50"), *e_state = http1_escape_query(strempty(state)),
+                            *e_user = http1_escape_query(strempty(user)), *e_cursor = http1_escape_query(strempty(cursor));
+        if (!e_limit || !e_state || !e_user || !e_cursor)
+                return RTCTL_EXIT_REFUSED;
+        if (asprintf(&path, "/v1/jobs?limit=%s%s%s%s%s%s%s", e_limit, state ? "&state=" : "", e_state,
+                     user ? "&user=" : "", e_user, cursor ? "&cursor=" : "", e_cursor) < 0)
+                return RTCTL_EXIT_REFUSED;
         if (c->json) {
                 CtlResponse r;
                 k = ctl_request(c, "GET", path, NULL, &r);
@@ -405,54 +390,12 @@ int verb_list(Ctl *c, int argc, char **argv) {
         k = ctl_get_json(c, path, &res);
         if (k != 0)
                 return k;
-        jobs = json_object_get(res, "jobs");
-        printf("%-8s %-10s %-10s %-6s %-5s %-8s %-8s %s\n", "ID", "STATE", "USER", "CPUS", "EXIT", "SUBMIT", "TOOK",
-               "NAME");
-        json_array_foreach(jobs, i, job) {
-                json_t *code = json_object_get(job, "exit_code"), *sig = json_object_get(job, "signal"),
-                       *dur = json_object_get(job, "duration_s");
-                char exit_s[16] = "-", took[16] = "-";
-                if (json_is_integer(sig))
-                        snprintf(exit_s, sizeof exit_s, "sig%d", (int) json_integer_value(sig));
-                else if (json_is_integer(code))
-                        snprintf(exit_s, sizeof exit_s, "%d", (int) json_integer_value(code));
-                if (json_is_number(dur))
-                        snprintf(took, sizeof took, "%.3gs", json_number_value(dur));
-                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-10s %-6s %-5s ", json_integer_value(json_object_get(job, "id")),
-                       jstr(job, "state", "?"), jstr(job, "user", "?"), jstr(job, "cpus", "-"), exit_s);
-                print_time_short(job, "submitted_at");
-                printf(" %-8s %s\n", took, jstr(job, "name", "-"));
-        }
-        if (json_is_string(json_object_get(res, "next_cursor")))
-                printf("(more: rtctl list --cursor %s)\n", jstr(res, "next_cursor", ""));
+        View v;
+        view_init(&v, stdout);
+        view_jobs(&v, res);
+        view_done(&v);
         json_decref(res);
         return RTCTL_EXIT_OK;
-}
-
-static void print_value(const char *key, json_t *v, int indent) {
-        const char *k;
-        json_t *child;
-
-        key = ctl_safe(key);
-        if (json_is_object(v) && streq(key, "env")) {
-                printf("%*s%s: (%zu variables; --json shows them)\n", indent, "", key, json_object_size(v));
-                return;
-        }
-        if (json_is_object(v)) {
-                printf("%*s%s:\n", indent, "", key);
-                json_object_foreach(v, k, child)
-                        print_value(k, child, indent + 2);
-                return;
-        }
-        if (json_is_null(v))
-                return;
-        if (json_is_string(v))
-                printf("%*s%s: %s\n", indent, "", key, ctl_safe(json_string_value(v)));
-        else {
-                /* JSON escapes C0 controls but leaves C1 ones (U+0080..U+009F) as they are. */
-                _cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
-                printf("%*s%s: %s\n", indent, "", key, ctl_safe(strempty(s)));
-        }
 }
 
 static int one_job(Ctl *c, int argc, char **argv, const char *usage, uint64_t *ret) {
@@ -470,8 +413,6 @@ static int one_job(Ctl *c, int argc, char **argv, const char *usage, uint64_t *r
 int verb_show(Ctl *c, int argc, char **argv) {
         char path[64];
         json_t *job;
-        const char *k;
-        json_t *v;
         uint64_t id;
         int r = one_job(c, argc, argv, "rtctl show ID\nOne job: spec, state, times, exit, CPU time, context "
                         "switches, dispatch latency, scheduling metrics.\n", &id);
@@ -490,8 +431,10 @@ int verb_show(Ctl *c, int argc, char **argv) {
         r = ctl_get_json(c, path, &job);
         if (r != 0)
                 return r;
-        json_object_foreach(job, k, v)
-                print_value(k, v, 0);
+        View v;
+        view_init(&v, stdout);
+        view_job(&v, job);
+        view_done(&v);
         json_decref(job);
         return RTCTL_EXIT_OK;
 }
@@ -576,7 +519,7 @@ static int follow_logs(Ctl *c, uint64_t id, const char *stream) {
 
                 snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s&follow=1&offset=%" PRIu64, id,
                          stream, l.received);
-                r = ctl_stream(c, path, on_log_chunk, &l, &resp);
+                r = ctl_stream(c, path, true, on_log_chunk, &l, &resp);
                 status = resp.status;
                 ctl_response_done(&resp);
                 if (l.failed)
@@ -652,7 +595,7 @@ int verb_logs(Ctl *c, int argc, char **argv) {
         /* Streamed too: a log of any size is copied through, never held whole. */
         LogState l = {};
         snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "/output?stream=%s", id, err ? "stderr" : "stdout");
-        r = ctl_stream(c, path, on_log_chunk, &l, &resp);
+        r = ctl_stream(c, path, false, on_log_chunk, &l, &resp);
         if (r == 0 && resp.status != 200) {
                 fprintf(stderr, "rtctl: rtd answered HTTP %ld to %s\n", resp.status, path);
                 r = RTCTL_EXIT_REFUSED;

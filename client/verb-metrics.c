@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rtctl.h"
+#include "view.h"
 #include "shared/macro.h"
 
 static double num(json_t *o, const char *key) {
@@ -45,43 +46,8 @@ static const char *fmt_seconds(double s, char buf[static 16]) {
         return buf;
 }
 
-static void print_collector(json_t *j) {
-        json_t *c = json_object_get(j, "collector");
-
-        if (json_is_true(json_object_get(c, "bpf_enabled")))
-                printf("Collector: eBPF (%s)\n", text(c, "attach"));
-        else
-                printf("Collector: procfs (BPF unavailable: %s)\n", text(c, "reason"));
-        printf("Reserved CPUs: %s\n", *text(j, "reserved_cpus") ? text(j, "reserved_cpus") : "none");
-}
-
-static void print_bpf_cost(json_t *j) {
-        json_t *progs = json_object_get(j, "bpf_programs"), *p;
-        size_t i;
-        double secs = 0;
-        long long runs = 0;
-
-        if (json_array_size(progs) == 0)
-                return;
-        json_array_foreach(progs, i, p) {
-                secs += num(p, "run_seconds");
-                runs += integer(p, "runs");
-        }
-        if (runs == 0 && !json_is_true(json_object_get(j, "bpf_stats_enabled"))) {
-                printf("BPF cost:  not measured (kernel BPF statistics are off; [Metrics] ProgramStats=yes "
-                       "turns them on)\n");
-                return;
-        }
-        printf("BPF cost:  %.3f s in %lld runs", secs, runs);
-        json_array_foreach(progs, i, p)
-                if (streq(text(p, "name"), "sched_switch"))
-                        printf(", sched_switch %.0f ns/run", num(p, "ns_per_run"));
-        printf("%s\n", json_is_true(json_object_get(j, "bpf_stats_enabled")) ? "" : " (kernel stats off)");
-}
-
 int verb_metrics(Ctl *c, int argc, char **argv) {
-        json_t *j = NULL, *cpus, *cpu;
-        size_t i;
+        json_t *j = NULL;
         int r;
 
         if (argc > 1) {
@@ -102,45 +68,10 @@ int verb_metrics(Ctl *c, int argc, char **argv) {
                 return 0;
         }
 
-        print_collector(j);
-        print_bpf_cost(j);
-        printf("\n%-4s %-4s %10s %10s %8s %8s %10s %10s %9s %10s %10s\n", "CPU", "RES", "VOLUNTARY", "INVOLUNT",
-               "MIG-IN", "MIG-OUT", "HARDIRQ", "SOFTIRQ", "RUNQ-P99", "INTRUSIONS", "INTRUDED");
-        cpus = json_object_get(j, "cpus");
-        json_array_foreach(cpus, i, cpu) {
-                json_t *cs = json_object_get(cpu, "context_switches"), *mig = json_object_get(cpu, "migrations");
-                json_t *li = json_object_get(cpu, "last_interval"), *sirq = json_object_get(cpu, "softirqs"), *v;
-                const char *k;
-                long long soft = 0;
-                char b1[16], b2[16];
-                json_t *p99 = json_object_get(li, "runqueue_latency_p99_seconds");
-
-                json_object_foreach(sirq, k, v)
-                        soft += integer(v, "count");
-                printf("%-4lld %-4s %10lld %10lld %8lld %8lld %10lld %10lld %9s %10lld %10s\n", integer(cpu, "cpu"),
-                       json_is_true(json_object_get(cpu, "reserved")) ? "yes" : "-",
-                       integer(cs, "voluntary"), integer(cs, "involuntary"), integer(mig, "in"), integer(mig, "out"),
-                       integer(cpu, "hardirqs"), soft, fmt_seconds(json_is_number(p99) ? json_number_value(p99) : -1, b1),
-                       integer(cpu, "intrusions"), fmt_seconds(num(cpu, "intrusion_seconds"), b2));
-        }
-
-        json_array_foreach(cpus, i, cpu) {
-                json_t *li = json_object_get(cpu, "last_interval"), *t, *q;
-                size_t n;
-
-                if (!json_is_true(json_object_get(cpu, "reserved")) || !li)
-                        continue;
-                printf("\nCPU %lld, last %.1fs:", integer(cpu, "cpu"), num(j, "interval_seconds"));
-                if (json_array_size(json_object_get(li, "top_intruders")) == 0 &&
-                    json_array_size(json_object_get(li, "irqs")) == 0)
-                        printf(" quiet");
-                json_array_foreach(json_object_get(li, "top_intruders"), n, t)
-                        printf("\n  intruder %-16s pid %-8lld %.6f s", text(t, "comm"), integer(t, "pid"),
-                               num(t, "seconds"));
-                json_array_foreach(json_object_get(li, "irqs"), n, q)
-                        printf("\n  irq %-4lld %-24s %lld", integer(q, "irq"), text(q, "name"), integer(q, "count"));
-                printf("\n");
-        }
+        View v;
+        view_init(&v, stdout);
+        view_metrics(&v, j);
+        view_done(&v);
         json_decref(j);
         return 0;
 }

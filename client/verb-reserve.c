@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rtctl.h"
+#include "view.h"
 #include "shared/macro.h"
 
 /* Every string shown from rtd goes through here: escaped for the terminal (escape.c). */
@@ -52,71 +53,6 @@ static int parse(int argc, char **argv, const char *usage, bool *force, int max_
         return -1;
 }
 
-void print_reservation(json_t *r) {
-        json_t *v, *irqs, *list;
-        size_t i;
-
-        if (!json_is_object(r))
-                return;
-        if (!streq(jstr(r, "state", "none"), "active")) {
-                printf("Reservation: none\n");
-                json_t *lr = json_object_get(r, "last_restore");
-                if (json_is_object(lr))
-                        printf("  last restore: %lld restored, %lld skipped, %lld failed\n", jint(lr, "restored"),
-                               jint(lr, "skipped"), jint(lr, "failed"));
-                if (json_object_get(r, "journal_problem"))
-                        printf("  journal problem: %s\n", jstr(r, "journal_problem", ""));
-                return;
-        }
-        printf("Reservation: CPUs %s reserved, %s housekeeping (SMT=%s)\n", jstr(r, "reserved", "-"),
-               jstr(r, "housekeeping", "-"), jstr(r, "smt", "-"));
-        printf("  backend: %s (%s)\n", jstr(r, "backend", "-"), jstr(r, "backend_reason", "-"));
-        v = json_object_get(r, "tasks");
-        printf("  tasks: %lld moved, %lld refused (per-CPU kthreads), %lld rtd workers/jobs, %lld born since\n",
-               jint(v, "moved"), jint(v, "refused"), jint(v, "own"), jint(v, "inherited"));
-        v = json_object_get(r, "cgroup");
-        if (json_is_object(v)) {
-                printf("  cgroup: reserved CPUs in %s, partition %s%s%s\n", jstr(v, "reserved_cgroup", "-"),
-                       jstr(v, "partition", "-"), json_object_get(v, "partition_note") ? ": " : "",
-                       jstr(v, "partition_note", ""));
-                json_array_foreach(json_object_get(v, "shrunk"), i, list)
-                        printf("    %s %s → CPUs %s%s%s\n", json_object_get(list, "unit") ? "unit" : "cgroup",
-                               jstr(list, "unit", jstr(list, "cgroup", "?")), jstr(list, "cpus", "?"),
-                               json_object_get(list, "error") ? ", refused: " : "", jstr(list, "error", ""));
-        }
-        irqs = json_object_get(r, "irqs");
-        if (json_object_get(irqs, "state"))
-                printf("  IRQs: %s\n", jstr(irqs, "state", ""));
-        else if (json_is_object(irqs)) {
-                printf("  IRQs: %lld total, %lld moved, %lld already on housekeeping, %zu unmovable, %lld failed\n",
-                       jint(irqs, "total"), jint(irqs, "moved"), jint(irqs, "already_housekeeping"),
-                       json_array_size(json_object_get(irqs, "unmovable")), jint(irqs, "failed"));
-                json_array_foreach(json_object_get(irqs, "unmovable"), i, v) {
-                        printf("    IRQ %lld %s (%s) still hits reserved CPU %s: %s\n", jint(v, "irq"),
-                               jstr(v, "name", "?"), jstr(v, "chip", "?"), jstr(v, "reserved_cpus_hit", "-"),
-                               jstr(v, "reason", ""));
-                        printf("      remedy: %s\n", jstr(v, "remedy", ""));
-                }
-                printf("    irqbalance: %s\n", jstr(json_object_get(irqs, "irqbalance"), "note", "-"));
-        }
-        printf("  knobs:\n");
-        json_array_foreach(json_object_get(r, "knobs"), i, v) {
-                const char *state = jstr(v, "state", "");
-                if (streq(state, "set"))
-                        printf("    %-34s %s → %s\n", jstr(v, "name", "?"), jstr(v, "original", "?"),
-                               jstr(v, "current", "?"));
-                else
-                        printf("    %-34s %s (%s: %s)\n", jstr(v, "name", "?"), jstr(v, "current", "-"), state,
-                               jstr(v, "why", ""));
-        }
-        v = json_object_get(r, "drift");
-        printf("  drift check: every %llds, %lld checks, %lld IRQs and %lld tasks re-applied\n",
-               jint(v, "interval_sec"), jint(v, "checks"), jint(v, "irqs"), jint(v, "tasks"));
-        json_array_foreach(json_object_get(r, "boot_parameters"), i, v)
-                if (!json_is_true(json_object_get(v, "present")))
-                        printf("  not at run time: %s (%s)\n", jstr(v, "parameter", "?"), jstr(v, "why", ""));
-}
-
 int verb_reserve(Ctl *c, int argc, char **argv) {
         static const char usage[] =
                 "Usage: rtctl reserve CPULIST [--force]\n"
@@ -143,8 +79,12 @@ int verb_reserve(Ctl *c, int argc, char **argv) {
                 r = ctl_fail(c, &resp);
         else if (c->json)
                 r = ctl_print_json(&resp);
-        else if (!c->quiet)
-                print_reservation(resp.json);
+        else if (!c->quiet) {
+                View v;
+                view_init(&v, stdout);
+                view_reservation(&v, resp.json);
+                view_done(&v);
+        }
         ctl_response_done(&resp);
         return r;
 }

@@ -4,6 +4,7 @@
 notify, socket activation. No reservation here (CPUs=none), so nothing global changes."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -32,7 +33,8 @@ def status_and_topology():
         online = open("/sys/devices/system/cpu/online").read().strip()
         assert s["topology"]["online"] == online, s
         p = rtd.ctl("status")
-        assert p.returncode == 0 and "Topology:" in p.stdout and "role admin" in p.stdout, p
+        assert p.returncode == 0 and "rtd " in p.stdout and "running" in p.stdout, p
+        assert re.search(r"You: \S+ \(uid 0\), admin", p.stdout) and "Machine" in p.stdout, p
         t = rtd.ctl_json("topology")
         assert len([c for c in t["cpus"] if c["online"]]) == os.cpu_count(), t
         p = rtd.ctl("topology")

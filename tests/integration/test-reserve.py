@@ -350,12 +350,12 @@ def release_restores_everything():
         assert ns.ctl_json("status")["reservation"]["state"] == "none"
         p = ns.ctl("reserve", RESERVED)
         assert p.returncode == 0, p.stderr
-        assert f"CPUs {RESERVED} reserved" in p.stdout and "backend: affinity" in p.stdout, p.stdout
+        assert f"active: CPU {RESERVED} reserved" in p.stdout and "Backend: affinity" in p.stdout, p.stdout
         s.assert_reserved()
         # Human status shows the reservation, knobs original → current, drift counts.
         p = ns.ctl("status")
-        assert "Reservation: CPUs 1 reserved" in p.stdout and "kernel.sched_rt_runtime_us" in p.stdout, p.stdout
-        assert "drift check: every 1s" in p.stdout, p.stdout
+        assert "active: CPU 1 reserved" in p.stdout and "kernel.sched_rt_runtime_us" in p.stdout, p.stdout
+        assert "Drift check: every 1s" in p.stdout and "950000 → 980000" in p.stdout, p.stdout
 
         # A task started later from an unconfined parent (nsenter runs outside) lands on every CPU; the
         # drift check catches it within CheckIntervalSec=1.

@@ -12,7 +12,7 @@ MIRROR=${MIRROR:-$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian
 [ -n "$MIRROR" ] || MIRROR=$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
 [ -n "$MIRROR" ] || MIRROR=http://deb.debian.org/debian
 # systemd as PID 1 plus rtd's shared libraries, so the .deb installs with dpkg -i and no network.
-PKGS=systemd,systemd-sysv,dbus,procps,libmicrohttpd12,libjansson4,libcurl4,libsqlite3-0,libbpf1,libelf1,zlib1g,passwd
+PKGS=systemd,systemd-sysv,dbus,procps,libmicrohttpd12,libjansson4,libsqlite3-0,libbpf1,libelf1,zlib1g,passwd
 KEY=$SUITE-$(echo "$SUITE $PKGS v1" | sha256sum | cut -c1-12)
 TARBALL=$CACHE/$KEY.tar.zst
 
