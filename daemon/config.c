@@ -64,6 +64,7 @@ RtdConfig *config_new(void) {
                 .queue_policy = QUEUE_FCFS,
                 .worker_priority = 99,
                 .default_priority = 50,
+                .intruder_table_size = 64,
                 .kill_grace_sec = 5,
                 .max_queued = 100000,
                 .keep_finished = 10000,
@@ -292,6 +293,7 @@ static const UintRange range_body = { 1024, 64u * 1024 * 1024, "a size in bytes 
 static const UintRange range_conn = { 1, 65536, "a number from 1 to 65536" };
 static const UintRange range_start_timeout = { 1, 3600, "a number of seconds from 1 to 3600" };
 static const UintRange range_timeout = { 0, 365u * 86400, "a number of seconds, 0 for no cap" };
+static const UintRange range_intruders = { 8, 4096, "a number of entries from 8 to 4096" };
 static const TuneRange range_rt_runtime = { -1, 1000000, "keep, -1 (no throttling) or microseconds 0..1000000" };
 static const TuneRange range_fair = { 0, 1000000, "keep or microseconds 0..1000000" };
 static const TuneRange range_bool = { 0, 1, "keep, 0 or 1" };
@@ -323,6 +325,7 @@ static const ConfItem items[] = {
         { "Tuning", "TimerMigration", parse_tune, F(timer_migration), &range_bool },
         { "Tuning", "StatIntervalSec", parse_tune, F(stat_interval_sec), &range_stat },
         { "Metrics", "ProgramStats", parse_bool, F(program_stats) },
+        { "Metrics", "IntruderTableSize", parse_uint, F(intruder_table_size), &range_intruders },
         { "Jobs", "Policy", parse_enum, F(queue_policy), &queue_enum },
         { "Jobs", "WorkerPriority", parse_uint, F(worker_priority), &range_prio },
         { "Jobs", "DefaultPriority", parse_uint, F(default_priority), &range_prio },
@@ -575,7 +578,8 @@ int config_dump(const RtdConfig *c, FILE *out) {
         fprintf(out, "[Tuning]\nRTRuntimeUSec=%s\nFairServerRuntimeUSec=%s\nTimerMigration=%s\nStatIntervalSec=%s\n\n",
                 tune_str(c->rt_runtime_usec, b1), tune_str(c->fair_server_runtime_usec, b2),
                 tune_str(c->timer_migration, b3), tune_str(c->stat_interval_sec, b4));
-        fprintf(out, "[Metrics]\nProgramStats=%s\n\n", c->program_stats ? "yes" : "no");
+        fprintf(out, "[Metrics]\nProgramStats=%s\nIntruderTableSize=%u\n\n", c->program_stats ? "yes" : "no",
+                c->intruder_table_size);
         fprintf(out,
                 "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"
                 "KeepFinished=%u\nAgingSec=%u\nStartTimeoutSec=%u\n\n",
