@@ -76,12 +76,14 @@ struct rtd_cpu {
         __u64 other_ns;                 /* the part of intrusion_ns of intruders the table had no room for */
         __u64 other_runs;
         __u64 missed_events;            /* sched_switch events that never reached the program (see on_switch) */
+        __u64 unrecovered;              /* ... of which an intruder's slice could not be recovered exactly */
         __u64 vec_count[RTD_NR_VECTORS];
         __u64 vec_ns[RTD_NR_VECTORS];
         __u64 tlb_shootdowns;           /* tlb_flush with reason TLB_REMOTE_SHOOTDOWN: /proc/interrupts' TLB */
         /* state of the current task */
         __u64 cur_start_time;           /* intruders: task->start_time (with the pid, the table key) */
         __u64 cur_start_runtime;        /* se.sum_exec_runtime at switch-in or at the last fold */
+        __u64 cur_migrations;           /* intruders: se.nr_migrations at switch-in */
         __u32 table_used;               /* intruder table entries of this CPU */
         __u32 primed;                   /* a switch was seen: cur_pid is known */
         __u64 vec_start_ns;

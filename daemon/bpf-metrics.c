@@ -254,6 +254,7 @@ static int read_cpus(BpfCollector *b, Sample *s) {
                 o->other_ns = v.other_ns;
                 o->other_runs = v.other_runs;
                 o->missed_events = v.missed_events;
+                o->unrecovered = v.unrecovered;
                 o->current_job = v.cur_job_id;
                 if (b->vectors_traced) {
                         memcpy(o->vec_count, v.vec_count, sizeof o->vec_count);
@@ -346,11 +347,16 @@ static int read_ipis(BpfCollector *b, Sample *s) {
                 };
                 (void) snprintf(n[s->n_ipis].sender_comm, sizeof n->sender_comm, "%.*s",
                                 (int) sizeof v.sender_comm, v.sender_comm);
-                (void) snprintf(n[s->n_ipis].site, sizeof n->site, "%s/%s", symbols_name(&b->syms, key.callsite),
-                                symbols_name(&b->syms, key.callback));
                 s->n_ipis++;
         }
         return 0;
+}
+
+/* After the reading: a new call site costs a scan of /proc/kallsyms, which must not stretch the sample. */
+static void name_ipis(BpfCollector *b, Sample *s) {
+        for (size_t i = 0; i < s->n_ipis; i++)
+                (void) snprintf(s->ipis[i].site, sizeof s->ipis[i].site, "%s/%s",
+                                symbols_name(&b->syms, s->ipis[i].callsite), symbols_name(&b->syms, s->ipis[i].callback));
 }
 
 static int read_progs(BpfCollector *b, Sample *s) {
@@ -374,7 +380,8 @@ static int read_progs(BpfCollector *b, Sample *s) {
                 s->progs = n;
                 sec = bpf_program__section_name(p);
                 sec = strchr(sec, '/') ? strchr(sec, '/') + 1 : sec;
-                s->progs[s->n_progs] = (ProgCounters) { .run_ns = info.run_time_ns, .run_count = info.run_cnt };
+                s->progs[s->n_progs] = (ProgCounters) { .run_ns = info.run_time_ns, .run_count = info.run_cnt,
+                                                        .misses = info.recursion_misses };
                 (void) snprintf(s->progs[s->n_progs].name, sizeof s->progs[s->n_progs].name, "%s", sec);
                 s->n_progs++;
         }
@@ -405,6 +412,9 @@ static int bpf_read(Collector *c, Sample *s) {
                 r = read_ipis(b, s);
         if (r >= 0)
                 r = read_progs(b, s);
+        s->end_usec = monotonic_ns() / 1000;
+        if (r >= 0)
+                name_ipis(b, s);
         return r;
 }
 

@@ -39,6 +39,7 @@ typedef struct CpuCounters {
         uint64_t other_ns;              /* intrusion time of intruders the table had no room for */
         uint64_t other_runs;
         uint64_t missed_events;         /* sched_switch events that never reached the BPF program */
+        uint64_t unrecovered;           /* ... where an intruder's slice is not in the figures */
         uint64_t vec_count[METRICS_NR_VECTORS];
         uint64_t vec_ns[METRICS_NR_VECTORS];    /* 0 when counted from /proc/interrupts */
         uint64_t tlb_shootdowns;
@@ -77,6 +78,7 @@ typedef struct ProgCounters {
         char name[40];
         uint64_t run_ns;
         uint64_t run_count;
+        uint64_t misses;                /* runs the kernel skipped (recursion_misses): events not counted */
 } ProgCounters;
 
 /* Which fields a collector can fill. */
@@ -90,7 +92,8 @@ typedef enum CollectorCaps {
 } CollectorCaps;
 
 typedef struct Sample {
-        uint64_t time_usec;             /* CLOCK_MONOTONIC */
+        uint64_t time_usec;             /* CLOCK_MONOTONIC, when reading began */
+        uint64_t end_usec;              /* ... and ended: an event in between may or may not be in the sample */
         unsigned n_cpus;
         CpuCounters *cpus;
         IrqCounters *irqs;

@@ -313,6 +313,14 @@ static void render_bpf(Metrics *x, FILE *f) {
 
         prom_family(f, "rtd_bpf_enabled", "gauge", "1 when the eBPF collector is attached, 0 when rtd fell back to procfs.");
         prom_uint(f, "rtd_bpf_enabled", NULL, metrics_bpf_enabled(x));
+        if (s->n_progs) {
+                prom_family(f, "rtd_bpf_program_misses_total", "counter",
+                            "Runs of rtd's BPF programs the kernel skipped (recursion): their events are not counted.");
+                for (size_t i = 0; i < s->n_progs; i++) {
+                        (void) snprintf(lb, sizeof lb, "prog=\"%s\"", s->progs[i].name);
+                        prom_uint(f, "rtd_bpf_program_misses_total", lb, s->progs[i].misses);
+                }
+        }
         if (!has(x, CAP_PROG_STATS))
                 return;
         prom_family(f, "rtd_bpf_stats_enabled", "gauge", "1 when kernel BPF run-time statistics are on (rtd holds them on).");
@@ -549,6 +557,7 @@ static json_t *cpu_json(Metrics *x, unsigned i) {
                 return NULL;
         (void) json_object_set_new(j, "current_job", c->current_job ? json_integer(c->current_job) : json_null());
         (void) json_object_set_new(j, "missed_events", json_integer(c->missed_events));
+        (void) json_object_set_new(j, "missed_unrecovered", json_integer(c->unrecovered));
         (void) json_object_set_new(j, "vectors", vectors_json(c, p, secs));
         if (reserved) {
                 (void) json_object_set_new(j, "intruders", cumulative_intruders(x, i));
@@ -602,8 +611,9 @@ json_t *metrics_render_json(Metrics *x) {
 
         progs = json_array();
         for (size_t i = 0; i < s->n_progs; i++)
-                (void) json_array_append_new(progs, json_pack("{s:s, s:I, s:f, s:f}", "name", s->progs[i].name,
+                (void) json_array_append_new(progs, json_pack("{s:s, s:I, s:I, s:f, s:f}", "name", s->progs[i].name,
                                                               "runs", (json_int_t) s->progs[i].run_count,
+                                                              "missed", (json_int_t) s->progs[i].misses,
                                                               "run_seconds", s->progs[i].run_ns / 1e9,
                                                               "ns_per_run", s->progs[i].run_count ?
                                                               (double) s->progs[i].run_ns / s->progs[i].run_count : 0.0));
@@ -618,6 +628,9 @@ json_t *metrics_render_json(Metrics *x) {
                       "sum_seconds", x->dispatch_sum_usec / 1e6);
         if (j) {
                 (void) json_object_set_new(j, "hz", s->hz ? json_integer(s->hz) : json_null());
+                /* CLOCK_MONOTONIC bounds of the reading, for audits that line a trace up with it. */
+                (void) json_object_set_new(j, "sample_monotonic", json_pack("{s:f, s:f}", "start", s->time_usec / 1e6,
+                                                                            "end", MAX(s->end_usec, s->time_usec) / 1e6));
                 (void) json_object_set_new(j, "vectors_source", json_string(s->vectors_traced ? "irq_vectors tracepoints" :
                                                                             "/proc/interrupts (counts only)"));
         }
