@@ -574,8 +574,11 @@ static __always_inline int on_fork(bool btf, struct task_struct *parent, struct 
 static __always_inline int on_irq_entry(bool btf, int irq, struct irqaction *action) {
         struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
 
-        if (c)
+        /* Counted at entry: an event is counted once it began, whichever way its handler leaves. */
+        if (c) {
                 c->hardirq_start_ns = bpf_ktime_get_ns();
+                c->hardirq_count++;
+        }
         return 0;
 }
 
@@ -590,7 +593,6 @@ static __always_inline int on_irq_exit(bool btf, int irq, struct irqaction *acti
         if (c->hardirq_start_ns && now > c->hardirq_start_ns)
                 d = now - c->hardirq_start_ns;
         c->hardirq_start_ns = 0;
-        c->hardirq_count++;
         c->hardirq_ns += d;
 
         v = bpf_map_lookup_elem(&irqs, &key);
@@ -625,8 +627,10 @@ static __always_inline int on_irq_exit(bool btf, int irq, struct irqaction *acti
 static __always_inline int on_softirq_entry(unsigned int vec) {
         struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
 
-        if (c)
+        if (c && vec < RTD_NR_SOFTIRQS) {
                 c->softirq_start_ns = bpf_ktime_get_ns();
+                c->softirq_count[vec]++;
+        }
         return 0;
 }
 
@@ -639,7 +643,6 @@ static __always_inline int on_softirq_exit(unsigned int vec) {
         if (c->softirq_start_ns && now > c->softirq_start_ns)
                 d = now - c->softirq_start_ns;
         c->softirq_start_ns = 0;
-        c->softirq_count[vec]++;
         c->softirq_ns[vec] += d;
 
         if (c->cur_job_id) {
@@ -654,11 +657,13 @@ static __always_inline int on_softirq_exit(unsigned int vec) {
 }
 
 /* An architecture vector (x86 irq_vectors) begins: IRQs are off in its handler, so one start slot. */
-static __always_inline int on_vec_entry(void) {
+static __always_inline int on_vec_entry(__u32 vec) {
         struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
 
-        if (c)
+        if (c && vec < RTD_NR_VECTORS) {
                 c->vec_start_ns = bpf_ktime_get_ns();
+                c->vec_count[vec]++;
+        }
         return 0;
 }
 
@@ -672,7 +677,6 @@ static __always_inline struct rtd_cpu *on_vec_exit(__u32 vec) {
         if (c->vec_start_ns && now > c->vec_start_ns)
                 d = now - c->vec_start_ns;
         c->vec_start_ns = 0;
-        c->vec_count[vec]++;
         c->vec_ns[vec] += d;
         if (c->cur_job_id) {
                 struct rtd_job *j = bpf_map_lookup_elem(&jobs, &c->cur_job_id);
@@ -842,7 +846,7 @@ int BPF_PROG(tp_softirq_exit, unsigned int vec) {
 
 SEC("tp_btf/local_timer_entry")
 int BPF_PROG(tp_local_timer_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_LOC);
 }
 
 SEC("tp_btf/local_timer_exit")
@@ -852,7 +856,7 @@ int BPF_PROG(tp_local_timer_exit, int vector) {
 
 SEC("tp_btf/reschedule_entry")
 int BPF_PROG(tp_reschedule_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_RES);
 }
 
 SEC("tp_btf/reschedule_exit")
@@ -863,7 +867,7 @@ int BPF_PROG(tp_reschedule_exit, int vector) {
 
 SEC("tp_btf/call_function_entry")
 int BPF_PROG(tp_call_function_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_CAL);
 }
 
 SEC("tp_btf/call_function_exit")
@@ -874,7 +878,7 @@ int BPF_PROG(tp_call_function_exit, int vector) {
 
 SEC("tp_btf/call_function_single_entry")
 int BPF_PROG(tp_call_function_single_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_CAL);
 }
 
 SEC("tp_btf/call_function_single_exit")
@@ -885,7 +889,7 @@ int BPF_PROG(tp_call_function_single_exit, int vector) {
 
 SEC("tp_btf/irq_work_entry")
 int BPF_PROG(tp_irq_work_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_IWI);
 }
 
 SEC("tp_btf/irq_work_exit")
@@ -896,7 +900,7 @@ int BPF_PROG(tp_irq_work_exit, int vector) {
 
 SEC("tp_btf/x86_platform_ipi_entry")
 int BPF_PROG(tp_x86_platform_ipi_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_PLT);
 }
 
 SEC("tp_btf/x86_platform_ipi_exit")
@@ -907,7 +911,7 @@ int BPF_PROG(tp_x86_platform_ipi_exit, int vector) {
 
 SEC("tp_btf/thermal_apic_entry")
 int BPF_PROG(tp_thermal_apic_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_TRM);
 }
 
 SEC("tp_btf/thermal_apic_exit")
@@ -918,7 +922,7 @@ int BPF_PROG(tp_thermal_apic_exit, int vector) {
 
 SEC("tp_btf/spurious_apic_entry")
 int BPF_PROG(tp_spurious_apic_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_SPU);
 }
 
 SEC("tp_btf/spurious_apic_exit")
@@ -929,7 +933,7 @@ int BPF_PROG(tp_spurious_apic_exit, int vector) {
 
 SEC("tp_btf/error_apic_entry")
 int BPF_PROG(tp_error_apic_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_ERR);
 }
 
 SEC("tp_btf/error_apic_exit")
@@ -1019,7 +1023,7 @@ int BPF_PROG(raw_softirq_exit, unsigned int vec) {
 
 SEC("raw_tp/local_timer_entry")
 int BPF_PROG(raw_local_timer_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_LOC);
 }
 
 SEC("raw_tp/local_timer_exit")
@@ -1029,7 +1033,7 @@ int BPF_PROG(raw_local_timer_exit, int vector) {
 
 SEC("raw_tp/reschedule_entry")
 int BPF_PROG(raw_reschedule_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_RES);
 }
 
 SEC("raw_tp/reschedule_exit")
@@ -1040,7 +1044,7 @@ int BPF_PROG(raw_reschedule_exit, int vector) {
 
 SEC("raw_tp/call_function_entry")
 int BPF_PROG(raw_call_function_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_CAL);
 }
 
 SEC("raw_tp/call_function_exit")
@@ -1051,7 +1055,7 @@ int BPF_PROG(raw_call_function_exit, int vector) {
 
 SEC("raw_tp/call_function_single_entry")
 int BPF_PROG(raw_call_function_single_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_CAL);
 }
 
 SEC("raw_tp/call_function_single_exit")
@@ -1062,7 +1066,7 @@ int BPF_PROG(raw_call_function_single_exit, int vector) {
 
 SEC("raw_tp/irq_work_entry")
 int BPF_PROG(raw_irq_work_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_IWI);
 }
 
 SEC("raw_tp/irq_work_exit")
@@ -1073,7 +1077,7 @@ int BPF_PROG(raw_irq_work_exit, int vector) {
 
 SEC("raw_tp/x86_platform_ipi_entry")
 int BPF_PROG(raw_x86_platform_ipi_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_PLT);
 }
 
 SEC("raw_tp/x86_platform_ipi_exit")
@@ -1084,7 +1088,7 @@ int BPF_PROG(raw_x86_platform_ipi_exit, int vector) {
 
 SEC("raw_tp/thermal_apic_entry")
 int BPF_PROG(raw_thermal_apic_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_TRM);
 }
 
 SEC("raw_tp/thermal_apic_exit")
@@ -1095,7 +1099,7 @@ int BPF_PROG(raw_thermal_apic_exit, int vector) {
 
 SEC("raw_tp/spurious_apic_entry")
 int BPF_PROG(raw_spurious_apic_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_SPU);
 }
 
 SEC("raw_tp/spurious_apic_exit")
@@ -1106,7 +1110,7 @@ int BPF_PROG(raw_spurious_apic_exit, int vector) {
 
 SEC("raw_tp/error_apic_entry")
 int BPF_PROG(raw_error_apic_entry, int vector) {
-        return on_vec_entry();
+        return on_vec_entry(RTD_VEC_ERR);
 }
 
 SEC("raw_tp/error_apic_exit")

@@ -64,7 +64,7 @@ RtdConfig *config_new(void) {
                 .queue_policy = QUEUE_FCFS,
                 .worker_priority = 99,
                 .default_priority = 50,
-                .intruder_table_size = 64,
+                .intruder_table_size = 1024,
                 .kill_grace_sec = 5,
                 .max_queued = 100000,
                 .keep_finished = 10000,
@@ -293,7 +293,7 @@ static const UintRange range_body = { 1024, 64u * 1024 * 1024, "a size in bytes 
 static const UintRange range_conn = { 1, 65536, "a number from 1 to 65536" };
 static const UintRange range_start_timeout = { 1, 3600, "a number of seconds from 1 to 3600" };
 static const UintRange range_timeout = { 0, 365u * 86400, "a number of seconds, 0 for no cap" };
-static const UintRange range_intruders = { 8, 4096, "a number of entries from 8 to 4096" };
+static const UintRange range_intruders = { 8, 65536, "a number of entries from 8 to 65536" };
 static const TuneRange range_rt_runtime = { -1, 1000000, "keep, -1 (no throttling) or microseconds 0..1000000" };
 static const TuneRange range_fair = { 0, 1000000, "keep or microseconds 0..1000000" };
 static const TuneRange range_bool = { 0, 1, "keep, 0 or 1" };

@@ -75,7 +75,7 @@ int metrics_new(Manager *m, Metrics **ret) {
                 return -ENOMEM;
         x->manager = m;
 
-        r = bpf_collector_new(m->proc_fd, m->config ? m->config->intruder_table_size : 64, &x->collector,
+        r = bpf_collector_new(m->proc_fd, m->config ? m->config->intruder_table_size : 1024, &x->collector,
                               &x->reason);
         if (r == -ENOMEM)
                 return r;
