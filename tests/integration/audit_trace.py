@@ -49,29 +49,47 @@ class Trace:
         # One instance per scenario, read once stopped: no reader competes for the CPUs meanwhile (a reader
         # of trace_pipe on a loaded housekeeping CPU fell behind and the buffer overran), and the buffer's
         # stats say whether anything was lost.
+        # update_curr() of this CPU's task also runs on other CPUs (a remote wakeup updates the target
+        # runqueue's current task): its sched_stat_runtime lands in their buffers. A second instance takes
+        # that event alone on the other CPUs; analyse() keeps what was about this CPU's current task.
+        self.remote = self.dir + "-remote"
+        os.mkdir(self.remote)
+        _write(os.path.join(self.remote, "tracing_on"), "0")
+        _write(os.path.join(self.remote, "tracing_cpumask"), "%x" % (((1 << os.cpu_count()) - 1) & ~(1 << cpu)))
+        _write(os.path.join(self.remote, "trace_clock"), "mono")
+        _write(os.path.join(self.remote, "buffer_size_kb"), "262144")
+        _write(os.path.join(self.remote, "events/sched/sched_stat_runtime/enable"), "1")
+        _write(os.path.join(self.remote, "tracing_on"), "1")
         _write(os.path.join(self.dir, "tracing_on"), "1")
 
     def stop(self):
         _write(os.path.join(self.dir, "tracing_on"), "0")
-        stats = open(os.path.join(self.dir, f"per_cpu/cpu{self.cpu}/stats")).read()
-        lost = sum(int(v) for k, v in re.findall(r"^(overrun|dropped events): (\d+)", stats, re.M))
+        _write(os.path.join(self.remote, "tracing_on"), "0")
+        lost = 0
         events = []
-        with open(os.path.join(self.dir, "trace"), errors="replace") as f:
-            text = f.read()
-        for line in text.splitlines():
-            m = LINE.match(line)
-            if not m:
-                continue
-            comm, pid, cpu, ts, name, rest = m.groups()
-            if int(cpu) != self.cpu:
-                continue
-            events.append((float(ts), name, int(pid), rest))
+        for d in (self.dir, self.remote):
+            for c in range(os.cpu_count()):
+                stats = open(os.path.join(d, f"per_cpu/cpu{c}/stats")).read()
+                lost += sum(int(v) for k, v in re.findall(r"^(overrun|dropped events): (\d+)", stats, re.M))
+            with open(os.path.join(d, "trace"), errors="replace") as f:
+                text = f.read()
+            for line in text.splitlines():
+                m = LINE.match(line)
+                if not m:
+                    continue
+                comm, pid, cpu, ts, name, rest = m.groups()
+                if int(cpu) != self.cpu:
+                    name = "remote_" + name
+                events.append((float(ts), name, int(pid), rest))
+        events.sort(key=lambda e: e[0])
         return events, lost
 
     def close(self):
         try:
             _write(os.path.join(self.dir, "tracing_on"), "0")
             os.rmdir(self.dir)
+            _write(os.path.join(self.remote, "tracing_on"), "0")
+            os.rmdir(self.remote)
         except OSError:
             pass
         if self.mounted:
@@ -109,6 +127,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
     job_pids = set(job_pids)
     cur = None                          # the CPU's current task as the trace knows it
     last_switch = 0.0
+    on_cpu = None                       # the task this CPU's last event was stamped with
     idle_seen = None                    # last event stamped while the idle task was current
     running_at = {}                     # pid -> whether it was running across t0 / t1
     vec_start = None
@@ -137,7 +156,12 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
         inside = t0 < ts <= t1
         edge = a0 <= ts <= t0 or t1 < ts <= b1
         kv = dict(KV.findall(rest))
-        if pid == 0:
+        if name.startswith("remote_"):
+            if name != "remote_sched_stat_runtime":
+                continue
+        else:
+            on_cpu = pid
+        if pid == 0 and not name.startswith("remote_"):
             idle_seen = ts
         if name == "sched_process_fork":
             # What a worker forks is a job; what a job forks belongs to it.
@@ -148,9 +172,11 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
             continue
         if name == "sched_process_exec":
             continue
-        if name == "sched_stat_runtime":
+        if name in ("sched_stat_runtime", "remote_sched_stat_runtime"):
             p, ns = int(kv["pid"]), int(kv["runtime"])
-            if not inside:
+            # Only updates of this CPU's current task: on this CPU the line's task is current; from
+            # elsewhere, the task this CPU last showed as current.
+            if not inside or (p != pid if name == "sched_stat_runtime" else p != on_cpu):
                 continue
             if p in job_pids:
                 f.job["s"] += ns / 1e9
@@ -174,7 +200,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
             if inside and prev:
                 f.switches += 1
             switch_in(nxt, ts, ts, kv["next_comm"])
-            cur, last_switch = nxt, ts
+            cur, last_switch, on_cpu = nxt, ts, nxt
             if ts <= t0:
                 running_at = {nxt: True}
             continue
