@@ -149,10 +149,12 @@ static void print_vectors(json_t *j, json_t *cpu) {
 
         if (json_is_integer(hz))
                 (void) snprintf(hzs, sizeof hzs, "%lld", json_integer_value(hz));
-        printf("  vectors (%s):", text(j, "vectors_source"));
+        printf("  vectors rtd/kernel (%s):", text(j, "vectors_source"));
         json_object_foreach(v, k, e)
-                if (integer(e, "count"))
-                        printf(" %s %lld", k, integer(e, "count"));
+                if (integer(e, "count") || integer(e, "kernel_count"))
+                        /* rtd's programs against the kernel's own counter, both since rtd started: a
+                         * shortfall is events the tracepoints never delivered. */
+                        printf(" %s %lld/%lld", k, integer(e, "count"), integer(e, "kernel_count"));
         printf("\n  tick: LOC %.0f/s in the last interval, HZ %s: the floor of a CPU that runs a task "
                "(no nohz_full), not an intruder\n", num(json_object_get(v, "LOC"), "per_second"),
                hzs);

@@ -32,6 +32,8 @@ typedef struct BpfCollector {
         bool vectors_traced;            /* the irq_vectors programs are loaded */
         char *fallbacks;                /* what this kernel cannot trace, and what stands in */
         Symbols syms;                   /* kernel symbols of IPI call sites seen so far */
+        uint64_t *vec_base;             /* /proc/interrupts' vector rows when the programs were attached */
+        bool vec_base_set;
 } BpfCollector;
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
@@ -260,7 +262,6 @@ static int read_cpus(BpfCollector *b, Sample *s) {
                         memcpy(o->vec_count, v.vec_count, sizeof o->vec_count);
                         memcpy(o->vec_ns, v.vec_ns, sizeof o->vec_ns);
                 }
-                o->tlb_shootdowns = v.tlb_shootdowns;
         }
         return 0;
 }
@@ -404,8 +405,21 @@ static int bpf_read(Collector *c, Sample *s) {
         r = read_intruders(b, s);
         if (r >= 0)
                 r = read_cpus(b, s);
-        if (r >= 0 && !b->vectors_traced)
-                (void) procfs_read_vectors(b->base.proc_fd, s);
+        /* The kernel's own vector counters beside the programs' (and in their place when untraced): a
+         * shortfall is events the tracepoints never delivered (another program attaching on them). */
+        if (r >= 0 && procfs_read_vectors(b->base.proc_fd, s) >= 0)
+                for (unsigned i = 0; i < s->n_cpus && i < b->n_possible; i++) {
+                        uint64_t *base = b->vec_base + (size_t) i * METRICS_NR_VECTORS;
+
+                        for (unsigned v = 0; v < METRICS_NR_VECTORS; v++) {
+                                if (!b->vec_base_set)
+                                        base[v] = s->cpus[i].vec_kernel[v];
+                                s->cpus[i].vec_kernel[v] -= MIN(base[v], s->cpus[i].vec_kernel[v]);
+                        }
+                        if (!b->vectors_traced)
+                                memcpy(s->cpus[i].vec_count, s->cpus[i].vec_kernel, sizeof s->cpus[i].vec_count);
+                }
+        b->vec_base_set = true;
         if (r >= 0)
                 r = read_irqs(b, s);
         if (r >= 0)
@@ -426,6 +440,7 @@ static void bpf_free(Collector *c) {
         sched_metrics__destroy(b->skel);
         safe_close(b->stats_fd);
         free(b->fallbacks);
+        free(b->vec_base);
         symbols_done(&b->syms);
         free(b);
 }
@@ -513,6 +528,11 @@ int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret
         b->n_possible = n;
         b->stats_fd = -EBADF;
         b->syms.proc_fd = proc_fd;
+        b->vec_base = calloc((size_t) n * METRICS_NR_VECTORS, sizeof *b->vec_base);
+        if (!b->vec_base) {
+                bpf_free(&b->base);
+                return -ENOMEM;
+        }
 
         b->skel = sched_metrics__open();
         if (!b->skel) {

@@ -42,7 +42,8 @@ typedef struct CpuCounters {
         uint64_t unrecovered;           /* ... where an intruder's slice is not in the figures */
         uint64_t vec_count[METRICS_NR_VECTORS];
         uint64_t vec_ns[METRICS_NR_VECTORS];    /* 0 when counted from /proc/interrupts */
-        uint64_t tlb_shootdowns;
+        uint64_t vec_kernel[METRICS_NR_VECTORS];        /* the same rows of /proc/interrupts (BPF: since attach) */
+        uint64_t tlb_shootdowns;        /* /proc/interrupts' TLB row */
         uint64_t current_job;           /* job running now, 0 = none */
 } CpuCounters;
 
@@ -109,7 +110,8 @@ typedef struct Sample {
         unsigned hz;                    /* the kernel's CONFIG_HZ, 0 if unknown */
 } Sample;
 
-/* procfs-metrics.c: the architecture rows of /proc/interrupts (LOC, RES, ...) and TLB into s->cpus. */
+/* procfs-metrics.c: the architecture rows of /proc/interrupts (LOC, RES, ...) into s->cpus[].vec_kernel, TLB
+ * into tlb_shootdowns. */
 int procfs_read_vectors(int proc_fd, Sample *s);
 
 void sample_done(Sample *s);

@@ -148,7 +148,7 @@ int procfs_read_vectors(int proc_fd, Sample *s) {
                         if (end == p)
                                 break;
                         if (v >= 0)
-                                s->cpus[cpu].vec_count[v] = x;
+                                s->cpus[cpu].vec_kernel[v] = x;
                         else
                                 s->cpus[cpu].tlb_shootdowns = x;
                         p = end;
@@ -231,6 +231,8 @@ static int procfs_read(Collector *c, Sample *s) {
         read_schedstat(c->proc_fd, s);
         read_softirqs(c->proc_fd, s);
         (void) procfs_read_vectors(c->proc_fd, s);
+        for (unsigned i = 0; i < s->n_cpus; i++)
+                memcpy(s->cpus[i].vec_count, s->cpus[i].vec_kernel, sizeof s->cpus[i].vec_count);
         for (size_t i = 0; i < p->n_tracked; i++)
                 (void) read_pid(c->proc_fd, p->tracked[i].pid, &p->tracked[i].last);
         return read_interrupts(c->proc_fd, s);

@@ -148,6 +148,9 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
         kn = f.vectors.get(row, [0, 0.0])
         m = missed("call_function_exit") + missed("call_function_single_exit") if row == "CAL" else missed(prog[row])
         au.count(f"vector {row}", b["vectors"][row]["count"] - a["vectors"][row]["count"], kn[0], m)
+        # The kernel's own counter, read by rtd at the end of each sample: checks the trace itself.
+        au.count(f"vector {row} (/proc/interrupts in rtd's sample)",
+                 b["vectors"][row]["kernel_count"] - a["vectors"][row]["kernel_count"], kn[0])
         if kn[0]:
             # Handler time: both clocks stamp the same tracepoints, each after its own probe's cost.
             au.seconds(f"vector {row} seconds", b["vectors"][row]["seconds"] - a["vectors"][row]["seconds"], kn[1],
