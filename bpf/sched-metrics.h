@@ -18,7 +18,30 @@ enum {
         RTD_TASK_OTHER = 0,
         RTD_TASK_WORKER = 1,
         RTD_TASK_JOB = 2,
+        RTD_TASK_DAEMON = 3,            /* rtd's own threads: intruders on a reserved CPU, of kind "rtd" */
 };
+
+/* What an intruder is (rtd_intruder.kind). */
+enum {
+        RTD_INTRUDER_USER = 0,
+        RTD_INTRUDER_KERNEL = 1,        /* PF_KTHREAD */
+        RTD_INTRUDER_RTD = 2,
+};
+
+/* Architecture interrupt vectors (x86 irq_vectors tracepoints), named as /proc/interrupts' rows. */
+enum {
+        RTD_VEC_LOC = 0,                /* local_timer: the tick and hrtimers */
+        RTD_VEC_RES,                    /* reschedule */
+        RTD_VEC_CAL,                    /* call_function + call_function_single */
+        RTD_VEC_IWI,                    /* irq_work */
+        RTD_VEC_PLT,                    /* x86_platform_ipi */
+        RTD_VEC_TRM,                    /* thermal_apic */
+        RTD_VEC_SPU,                    /* spurious_apic */
+        RTD_VEC_ERR,                    /* error_apic */
+        RTD_NR_VECTORS,
+};
+#define RTD_VEC_NAMES { "LOC", "RES", "CAL", "IWI", "PLT", "TRM", "SPU", "ERR" }
+#define RTD_MAX_LISTED 64               /* reserved_list[]: CPUs whose intruder names exec refreshes */
 
 /* Per-task state (task local storage on tp_btf, a pid-keyed hash on raw_tp). */
 struct rtd_task {
@@ -49,10 +72,21 @@ struct rtd_cpu {
         __u64 softirq_count[RTD_NR_SOFTIRQS];
         __u64 softirq_ns[RTD_NR_SOFTIRQS];
         __u64 intrusions;               /* times a non-rtd task was switched in on this (reserved) CPU */
-        __u64 intrusion_ns;             /* CPU time (sum_exec_runtime) of those tasks, added when they leave */
+        __u64 intrusion_ns;             /* CPU time (sum_exec_runtime deltas) of those tasks */
+        __u64 other_ns;                 /* the part of intrusion_ns of intruders the table had no room for */
+        __u64 other_runs;
+        __u64 missed_events;            /* sched_switch events that never reached the program (see on_switch) */
+        __u64 unrecovered;              /* ... of which an intruder's slice could not be recovered exactly */
+        __u64 vec_count[RTD_NR_VECTORS];
+        __u64 vec_ns[RTD_NR_VECTORS];
+        __u64 tlb_shootdowns;           /* tlb_flush with reason TLB_REMOTE_SHOOTDOWN: /proc/interrupts' TLB */
         /* state of the current task */
-        __u64 cur_start_ns;             /* intruders only: bpf_ktime_get_ns() (CLOCK_MONOTONIC) at switch-in */
-        __u64 cur_start_runtime;        /* its se.sum_exec_runtime at switch-in (jobs and intruders) */
+        __u64 cur_start_time;           /* intruders: task->start_time (with the pid, the table key) */
+        __u64 cur_start_runtime;        /* se.sum_exec_runtime at switch-in or at the last fold */
+        __u64 cur_migrations;           /* intruders: se.nr_migrations at switch-in */
+        __u32 table_used;               /* intruder table entries of this CPU */
+        __u32 primed;                   /* a switch was seen: cur_pid is known */
+        __u64 vec_start_ns;
         __u64 cur_pcount;               /* its sched_info.pcount and run_delay at switch-in */
         __u64 cur_run_delay;
         __u64 cur_job_id;               /* job of the current task, 0 if none */
@@ -77,17 +111,38 @@ struct rtd_job {
         __u64 softirq_count;
         __u64 softirq_ns;
         __u64 tasks;                    /* tasks that belonged to it (marked or forked) */
+        __u64 vec_count[RTD_NR_VECTORS];        /* vectors on its CPU while one of its tasks ran */
+        __u64 vec_ns[RTD_NR_VECTORS];
 };
 
-/* Intrusion attribution: cumulative on-CPU time per (CPU, task) on reserved CPUs. */
+/* Intrusion attribution: cumulative CPU time per (CPU, task) on reserved CPUs. A task is its kernel pid
+ * (init namespace) and start time, so a reused pid is a new entry. Entries are never deleted: at most
+ * intruder_table_size per CPU, the rest is summed in rtd_cpu.other_*. */
 struct rtd_intruder_key {
         __u32 cpu;
         __u32 pid;
+        __u64 start_time;
 };
 struct rtd_intruder {
         __u64 ns;
+        __u64 count;                    /* runs: switch-ins */
+        __u32 kind;                     /* RTD_INTRUDER_* */
+        __u32 tgid;
+        char comm[16];                  /* at its last switch-in, or its last exec */
+};
+
+/* IPIs sent to reserved CPUs, by call site (ipi_send_cpu/ipi_send_cpumask, kernel >= 6.3). */
+struct rtd_ipi_key {
+        __u32 cpu;                      /* target */
+        __u32 pad;
+        __u64 callsite;
+        __u64 callback;
+};
+struct rtd_ipi {
         __u64 count;
-        char comm[16];
+        __u32 sender_cpu;               /* of the last one */
+        __u32 sender_pid;
+        char sender_comm[16];
 };
 
 /* Hard IRQs: per-CPU (PERCPU_HASH keyed by IRQ number) count and time. */

@@ -55,7 +55,10 @@ char *ctl_escape(const char *str) {
                 size_t n = utf8_len(s + i);
                 if (n == 0)     /* not UTF-8: the byte, escaped (0x9b alone is CSI to some terminals) */
                         o += (size_t) sprintf(out + o, "\\x%02x", s[i++]);
-                else if (is_control(s + i, n)) {
+                else if (n == 1 && (s[i] == '\n' || s[i] == '\t')) {
+                        o += (size_t) sprintf(out + o, s[i] == '\n' ? "\\n" : "\\t");    /* as people write them */
+                        i++;
+                } else if (is_control(s + i, n)) {
                         o += (size_t) sprintf(out + o, n == 1 ? "\\x%02x" : "\\u%04x", n == 1 ? s[i] : s[i + 1]);
                         i += n;
                 } else {

@@ -46,25 +46,155 @@ static const char *fmt_seconds(double s, char buf[static 16]) {
         return buf;
 }
 
-int verb_metrics(Ctl *c, int argc, char **argv) {
-        json_t *j = NULL;
-        int r;
+/* The same intruder in two readings: kernel pid and start time. */
+static json_t *find_intruder(json_t *list, json_t *x) {
+        json_t *y;
+        size_t i;
 
-        if (argc > 1) {
-                if (streq(argv[1], "--help") || streq(argv[1], "-h")) {
-                        printf("Usage: rtctl metrics [--json]\nPer-CPU scheduling counters since rtd started, and "
-                               "the intruders of the last second on reserved CPUs.\n");
-                        return 0;
+        json_array_foreach(list, i, y)
+                if (integer(y, "pid") == integer(x, "pid") && integer(y, "start_time_ns") == integer(x, "start_time_ns"))
+                        return y;
+        return NULL;
+}
+
+static int cmp_seconds(const void *a, const void *b) {
+        double x = num(*(json_t *const *) a, "seconds"), y = num(*(json_t *const *) b, "seconds");
+        return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Top intruders of one reserved CPU: cumulative (before == NULL) or over the window before..cpu. */
+static void print_intruders(json_t *cpu, json_t *before, long top, double window) {
+        json_t *list = json_object_get(cpu, "intruders"), *x, *o = json_object_get(cpu, "intruders_other");
+        json_t *old = before ? json_object_get(before, "intruders") : NULL;
+        _cleanup_free_ json_t **rows = calloc(json_array_size(list) + 1, sizeof *rows);
+        double total = num(cpu, "intrusion_seconds") - (before ? num(before, "intrusion_seconds") : 0), shown = 0;
+        size_t i, n = 0;
+
+        if (!rows)
+                return;
+        json_array_foreach(list, i, x) {
+                json_t *p = old ? find_intruder(old, x) : NULL;
+                double s = num(x, "seconds") - (p ? num(p, "seconds") : 0);
+                long long runs = integer(x, "runs") - (p ? integer(p, "runs") : 0);
+
+                if (runs == 0 && s <= 0)
+                        continue;
+                rows[n++] = json_pack("{s:s, s:I, s:s, s:I, s:f}", "comm", text(x, "comm"), "pid", integer(x, "pid"),
+                                      "kind", text(x, "kind"), "runs", (json_int_t) runs, "seconds", s);
+        }
+        qsort(rows, n, sizeof *rows, cmp_seconds);
+        if (before)
+                printf("\nCPU %lld, top intruders over the last %.1f s (intrusion %.6f s):\n", integer(cpu, "cpu"), window,
+                       total);
+        else
+                printf("\nCPU %lld, top intruders since rtd started (intrusion %.6f s in %lld runs):\n",
+                       integer(cpu, "cpu"), total, integer(cpu, "intrusions"));
+        if (n == 0)
+                printf("  none\n");
+        else
+                printf("  %-16s %8s %-6s %8s %12s\n", "COMM", "PID", "KIND", "RUNS", "SECONDS");
+        for (i = 0; i < n; i++) {
+                if ((long) i < top) {
+                        printf("  %-16s %8lld %-6s %8lld %12.6f\n", text(rows[i], "comm"), integer(rows[i], "pid"),
+                               text(rows[i], "kind"), integer(rows[i], "runs"), num(rows[i], "seconds"));
+                        shown += num(rows[i], "seconds");
                 }
-                fprintf(stderr, "rtctl: metrics takes no arguments (got '%s'); see rtctl metrics --help\n", argv[1]);
+                json_decref(rows[i]);
+        }
+        /* The rest (past --top, and what the table had no room for) closes the sum. */
+        if (total - shown > 5e-7 || (!before && integer(o, "runs")))
+                printf("  %-16s %8s %-6s %8s %12.6f\n", "(other)", "-", "-", "-", total - shown);
+}
+
+/* Architecture interrupts: the tick against HZ (the floor while the CPU runs), the rest named. */
+static void print_vectors(json_t *j, json_t *cpu) {
+        json_t *v = json_object_get(cpu, "vectors"), *e, *ipi;
+        json_t *hz = json_object_get(j, "hz");
+        const char *k;
+        char hzs[24] = "unknown";
+        size_t i;
+
+        if (json_is_integer(hz))
+                (void) snprintf(hzs, sizeof hzs, "%lld", json_integer_value(hz));
+        printf("  vectors rtd/kernel (%s):", text(j, "vectors_source"));
+        json_object_foreach(v, k, e)
+                if (integer(e, "count") || integer(e, "kernel_count"))
+                        /* rtd's programs against the kernel's own counter, both since rtd started: a
+                         * shortfall is events the tracepoints never delivered. */
+                        printf(" %s %lld/%lld", k, integer(e, "count"), integer(e, "kernel_count"));
+        printf("\n  tick: LOC %.0f/s in the last interval, HZ %s: the floor of a CPU that runs a task "
+               "(no nohz_full), not an intruder\n", num(json_object_get(v, "LOC"), "per_second"),
+               hzs);
+        if (integer(cpu, "missed_events"))
+                printf("  missed sched_switch events: %lld (their time is not in the figures)\n",
+                       integer(cpu, "missed_events"));
+        json_array_foreach(json_object_get(cpu, "ipis"), i, ipi)
+                printf("  IPI from %s (pid %lld, CPU %lld) at %s: %lld\n", text(ipi, "sender_comm"),
+                       integer(ipi, "sender_pid"), integer(ipi, "sender_cpu"), text(ipi, "site"), integer(ipi, "count"));
+}
+
+int verb_metrics(Ctl *c, int argc, char **argv) {
+        static const struct option options[] = {
+                { "window", required_argument, NULL, 'w' },
+                { "top", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        json_t *j = NULL, *before = NULL, *cpus, *cpu;
+        double window = 0;
+        long top = 10;
+        size_t i;
+        int opt, r;
+
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "w:t:h", options, NULL)) >= 0) {
+                char *end = NULL;
+
+                switch (opt) {
+                case 'w':
+                        window = strtod(optarg, &end);
+                        if (!end || *end || !(window >= 1 && window <= 3600)) {
+                                fprintf(stderr, "rtctl: --window needs seconds from 1 to 3600, got '%s'\n", optarg);
+                                return RTCTL_EXIT_USAGE;
+                        }
+                        break;
+                case 't':
+                        top = strtol(optarg, &end, 10);
+                        if (!end || *end || top < 1 || top > 4096) {
+                                fprintf(stderr, "rtctl: --top needs a number from 1 to 4096, got '%s'\n", optarg);
+                                return RTCTL_EXIT_USAGE;
+                        }
+                        break;
+                case 'h':
+                        printf("Usage: rtctl metrics [--window SEC] [--top N] [--json]\nPer-CPU scheduling counters "
+                               "since rtd started; for each reserved CPU its top intruders\n(cumulative, or over the "
+                               "last SEC seconds with --window), its interrupt vectors against\nthe tick, and the "
+                               "IPIs it was sent.\n  -w, --window SEC  intruders over a window of SEC seconds (1-3600)\n"
+                               "  -t, --top N       intruders shown per CPU (default 10; the rest is \"other\")\n");
+                        return 0;
+                default:
+                        return RTCTL_EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "rtctl: metrics takes no arguments (got '%s'); see rtctl metrics --help\n", argv[optind]);
                 return RTCTL_EXIT_USAGE;
         }
+        if (window > 0) {
+                r = ctl_get_json(c, "/v1/metrics", &before);
+                if (r != 0)
+                        return r;
+                (void) usleep((useconds_t) (window * 1e6));
+        }
         r = ctl_get_json(c, "/v1/metrics", &j);
-        if (r != 0)
+        if (r != 0) {
+                json_decref(before);
                 return r;
+        }
         if (c->json) {
                 ctl_dump_json(j);
                 json_decref(j);
+                json_decref(before);
                 return 0;
         }
 
@@ -72,9 +202,20 @@ int verb_metrics(Ctl *c, int argc, char **argv) {
         view_init(&v, stdout);
         view_metrics(&v, j);
         view_done(&v);
+
+        /* Then each reserved CPU's intruders (cumulative, or over --window) and interrupt vectors. */
+        cpus = json_object_get(j, "cpus");
+        json_array_foreach(cpus, i, cpu) {
+                if (!json_is_true(json_object_get(cpu, "reserved")))
+                        continue;
+                print_intruders(cpu, before ? json_array_get(json_object_get(before, "cpus"), i) : NULL, top, window);
+                print_vectors(j, cpu);
+        }
         json_decref(j);
+        json_decref(before);
         return 0;
 }
+
 
 /* ---- top ---- */
 

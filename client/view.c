@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rtctl.h"
 #include "view.h"
 
 void view_init(View *v, FILE *out) {
@@ -41,30 +42,20 @@ static const char *keep(View *v, char *s) {
         return s;
 }
 
+/* Strings are anyone's (job names, argv, task names): C0 and C1 controls and bytes that are not UTF-8 are
+ * printed escaped (escape.c), never sent to the terminal as they are. */
 const char *view_s(View *v, const char *s, const char *dflt) {
-        size_t n = 0;
-        char *o, *p;
+        char *o;
 
         if (!s || !*s)
                 return dflt;
-        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
-                n += *c < 0x20 || *c == 0x7f ? 4 : 1;
-        if (n == strlen(s))
-                return s;       /* nothing to escape: the JSON owns it for as long as the view runs */
-        o = p = malloc(n + 1);
+        o = ctl_escape(s);
         if (!o)
                 return "?";
-        for (const unsigned char *c = (const unsigned char *) s; *c; c++) {
-                if (*c == '\n')
-                        p += sprintf(p, "\\n");
-                else if (*c == '\t')
-                        p += sprintf(p, "\\t");
-                else if (*c < 0x20 || *c == 0x7f)
-                        p += sprintf(p, "\\x%02x", *c);
-                else
-                        *p++ = (char) *c;
+        if (streq(o, s)) {
+                free(o);
+                return s;       /* nothing to escape: the JSON owns it for as long as the view runs */
         }
-        *p = 0;
         return keep(v, o);
 }
 

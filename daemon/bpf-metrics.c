@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "kallsyms.h"
 #include "sched-metrics.h"
 #include "sched-metrics.skel.h"
 #include "shared/fileio.h"
@@ -33,14 +34,12 @@ typedef struct BpfCollector {
         bool guard;                     /* starvation guard on: sched_wakeup programs attached for it */
         int stats_fd;                   /* BPF_ENABLE_STATS: run-time stats stay on while it is open */
         unsigned n_possible;            /* libbpf's view: per-CPU map values have this many slots */
-        bool same_pids;                 /* rtd's /proc names tasks by the pids BPF sees */
-        uint64_t *cpu_floor;            /* per CPU: the intrusion time last reported */
-        IntruderCounters *floors;       /* intruders whose reported time ran ahead of the map's */
-        size_t n_floors;
+        bool vectors_traced;            /* the irq_vectors programs are loaded */
+        char *fallbacks;                /* what this kernel cannot trace, and what stands in */
+        Symbols syms;                   /* kernel symbols of IPI call sites seen so far */
+        uint64_t *vec_base;             /* /proc/interrupts' vector rows when the programs were attached */
+        bool vec_base_set;
 } BpfCollector;
-
-/* Floors kept at most; an older one dropped lets that intruder's figure step back once. */
-#define MAX_FLOORS 64
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
         char buf[512];
@@ -67,6 +66,41 @@ static bool tp_btf_usable(void) {
         return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
 }
 
+/* A tracepoint this kernel has (its BTF type), for the optional programs. */
+static bool tracepoint_known(const char *sec) {
+        const char *tp = strchr(sec, '/');
+        return tp && libbpf_find_vmlinux_btf_id(tp + 1, BPF_TRACE_RAW_TP) >= 0;
+}
+
+/* The optional hooks by tracepoint prefix and what stands in when the kernel lacks them. */
+static const struct {
+        const char *tp, *what, *instead;
+} optional_tps[] = {
+        { "/local_timer_", "irq_vectors", "LOC/RES/CAL/IWI counts from /proc/interrupts, no time" },
+        { "/reschedule_", "irq_vectors", NULL },
+        { "/call_function", "irq_vectors", NULL },
+        { "/irq_work_", "irq_vectors", NULL },
+        { "/x86_platform_ipi_", "irq_vectors", NULL },
+        { "/thermal_apic_", "irq_vectors", NULL },
+        { "/spurious_apic_", "irq_vectors", NULL },
+        { "/error_apic_", "irq_vectors", NULL },
+        { "/sched_process_exec", "sched_process_exec", "intruder names refreshed at their next run only" },
+        { "/ipi_send_cpu", "ipi_send_cpu", "IPI senders not attributed (kernel < 6.3)" },
+        { "/tlb_flush", "tlb_flush", "TLB shootdowns from /proc/interrupts" },
+};
+
+static void note_fallback(BpfCollector *b, const char *what, const char *instead) {
+        char *n = NULL;
+
+        if (!instead || (b->fallbacks && strstr(b->fallbacks, what)))
+                return;
+        if (asprintf(&n, "%s%s%s: not traced (%s)", strempty(b->fallbacks), b->fallbacks ? "; " : "", what,
+                     instead) < 0)
+                return;
+        free(b->fallbacks);
+        b->fallbacks = n;
+}
+
 static void choose_programs(BpfCollector *b) {
         struct bpf_program *p;
         /* /proc/PID/schedstat exists iff CONFIG_SCHED_INFO: then sched_switch reads the kernel's own
@@ -79,8 +113,17 @@ static void choose_programs(BpfCollector *b) {
         bpf_object__for_each_program(p, b->skel->obj) {
                 const char *sec = bpf_program__section_name(p);
                 bool is_btf = startswith(sec, "tp_btf/");
-                (void) bpf_program__set_autoload(p, is_btf == b->btf);
+                /* The wakeup programs feed the starvation guard as well as run-queue latency: always loaded. */
+                bool load = is_btf == b->btf;
+
+                for (size_t i = 0; load && i < ELEMENTSOF(optional_tps); i++)
+                        if (strstr(sec, optional_tps[i].tp) && !tracepoint_known(sec)) {
+                                load = false;
+                                note_fallback(b, optional_tps[i].what, optional_tps[i].instead);
+                        }
+                (void) bpf_program__set_autoload(p, load);
         }
+        b->vectors_traced = !b->fallbacks || !strstr(b->fallbacks, "irq_vectors");
         if (b->btf)
                 (void) bpf_map__set_max_entries(b->skel->maps.task_hash, 1);     /* unused: keep it tiny */
         else {
@@ -97,6 +140,13 @@ static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
         BpfCollector *b = (BpfCollector *) c;
 
         /* .bss is mmapped: the programs see the new mask on their next run. */
+        unsigned n = 0;
+
+        /* The list first: a CPU newly in the mask is then listed already. */
+        CPUSET_FOREACH(cpu, reserved)
+                if (n < RTD_MAX_LISTED && cpu < RTD_MAX_CPUS)
+                        b->skel->bss->reserved_list[n++] = cpu;
+        b->skel->bss->n_listed = n;
         for (unsigned i = 0; i < RTD_MAX_CPUS; i++)
                 b->skel->bss->reserved_cpus[i] = cpuset_isset(reserved, i);
 }
@@ -203,6 +253,11 @@ static int bpf_track_task(Collector *c, pid_t pid, uint64_t job_id, uint64_t cgr
                 .job_id = job_id,
                 .kind = job_id ? RTD_TASK_JOB : RTD_TASK_WORKER,
         };
+
+        /* rtd itself: its threads are intruders of kind "rtd" on a reserved CPU, the processes it forks
+         * (workers) are not intruders (the fork program gives them the worker mark). */
+        if (!job_id && pid == getpid())
+                v.kind = RTD_TASK_DAEMON;
         int r;
 
         /* Jobs are keyed by their process tree (fork inherits the mark); cgroup_id is informational. */
@@ -266,33 +321,9 @@ static int bpf_job_read(Collector *c, uint64_t job_id, bool forget, JobCounters 
                 .softirq_ns = v.softirq_ns,
                 .tasks = v.tasks,
         };
+        memcpy(ret->vec_count, v.vec_count, sizeof ret->vec_count);
+        memcpy(ret->vec_ns, v.vec_ns, sizeof ret->vec_ns);
         return 0;
-}
-
-/* The name of a task that ran unseen, from /proc; "?" when it is gone or outside rtd's PID namespace. */
-static void read_comm(int proc_fd, uint32_t pid, char comm[16]) {
-        _cleanup_free_ char *s = NULL;
-        char path[64];
-
-        (void) snprintf(path, sizeof path, "%u/comm", pid);
-        (void) snprintf(comm, 16, "%s", read_one_line_at(proc_fd, path, &s) >= 0 ? s : "?");
-}
-
-/* Program times are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC already. */
-static uint64_t to_monotonic(const struct rtd_cpu *v, uint64_t ns) {
-        (void) v;
-        return ns;
-}
-
-/* NS_GET_PARENT fails with EPERM only in the initial PID namespace, the one BPF's pids come from. */
-static bool in_initial_pid_namespace(void) {
-        _cleanup_close_ int fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
-        _cleanup_close_ int parent = -EBADF;
-
-        if (fd < 0)
-                return false;
-        parent = ioctl(fd, NS_GET_PARENT);
-        return parent < 0 && errno == EPERM;
 }
 
 /* rtd's PID namespace: its depth below the initial one (NS_GET_PARENT until EPERM) and inode number. */
@@ -314,71 +345,7 @@ static void pid_namespace_of_self(uint32_t *ret_level, uint32_t *ret_inum) {
         *ret_level = level;
 }
 
-/*
- * How long the intruder still on a CPU has run since it was switched in. The program adds its own CPU
- * time (sum_exec_runtime) when it leaves; /proc/PID/schedstat gives the same clock now. In a private PID
- * namespace that pid means another task, so wall time stands in: it also counts IRQs and stolen time,
- * and the floors below keep the reported sums from stepping back when the exact figure lands.
- */
-static uint64_t running_intruder_ns(BpfCollector *b, const struct rtd_cpu *v, uint64_t now) {
-        uint64_t start = to_monotonic(v, v->cur_start_ns), wall, ran;
-        _cleanup_free_ char *line = NULL;
-        char path[64];
-
-        if (!v->cur_intruder || !v->cur_start_ns || now <= start)
-                return 0;
-        wall = now - start;
-        if (!b->same_pids)
-                return wall;
-        (void) snprintf(path, sizeof path, "%u/schedstat", v->cur_pid);
-        if (read_one_line_at(b->base.proc_fd, path, &line) < 0 || sscanf(line, "%" SCNu64, &ran) != 1 ||
-            ran < v->cur_start_runtime)
-                return wall;
-        return MIN(ran - v->cur_start_runtime, wall);
-}
-
-static uint64_t *floor_of(BpfCollector *b, unsigned cpu, pid_t pid) {
-        for (size_t i = 0; i < b->n_floors; i++)
-                if (b->floors[i].cpu == cpu && b->floors[i].pid == pid)
-                        return &b->floors[i].ns;
-        return NULL;
-}
-
-/* Report at least what was reported before; forget the floor once the map has caught up. */
-static void apply_floor(BpfCollector *b, IntruderCounters *x) {
-        uint64_t *f = floor_of(b, x->cpu, x->pid);
-
-        if (!f)
-                return;
-        if (x->ns < *f)
-                x->ns = *f;
-        else
-                *f = 0;         /* pruned by remember_floors() */
-}
-
-static void remember_floors(BpfCollector *b, const Sample *s, const size_t *aged, size_t n_aged) {
-        size_t k = 0;
-
-        for (size_t i = 0; i < b->n_floors; i++)
-                if (b->floors[i].ns)
-                        b->floors[k++] = b->floors[i];
-        b->n_floors = k;
-        for (size_t i = 0; i < n_aged; i++) {
-                const IntruderCounters *x = &s->intruders[aged[i]];
-                uint64_t *f = floor_of(b, x->cpu, x->pid);
-
-                if (f)
-                        *f = x->ns;
-                else if (b->n_floors < MAX_FLOORS)
-                        b->floors[b->n_floors++] = *x;
-                else {
-                        memmove(b->floors, b->floors + 1, (MAX_FLOORS - 1) * sizeof *b->floors);
-                        b->floors[MAX_FLOORS - 1] = *x;
-                }
-        }
-}
-
-static int read_cpus(BpfCollector *b, Sample *s, uint64_t now) {
+static int read_cpus(BpfCollector *b, Sample *s) {
         int fd = bpf_map__fd(b->skel->maps.cpus);
 
         for (unsigned i = 0; i < s->n_cpus; i++) {
@@ -404,13 +371,14 @@ static int read_cpus(BpfCollector *b, Sample *s, uint64_t now) {
                 memcpy(o->softirq_ns, v.softirq_ns, sizeof o->softirq_ns);
                 o->intrusions = v.intrusions;
                 o->intrusion_ns = v.intrusion_ns;
+                o->other_ns = v.other_ns;
+                o->other_runs = v.other_runs;
+                o->missed_events = v.missed_events;
+                o->unrecovered = v.unrecovered;
                 o->current_job = v.cur_job_id;
-                /* An intruder that has not left yet (a hog alone on the CPU never does): count its time
-                 * so far. The program adds the whole run when it leaves. */
-                o->intrusion_ns += running_intruder_ns(b, &v, now);
-                if (i < b->n_possible) {
-                        o->intrusion_ns = MAX(o->intrusion_ns, b->cpu_floor[i]);
-                        b->cpu_floor[i] = o->intrusion_ns;
+                if (b->vectors_traced) {
+                        memcpy(o->vec_count, v.vec_count, sizeof o->vec_count);
+                        memcpy(o->vec_ns, v.vec_ns, sizeof o->vec_ns);
                 }
         }
         return 0;
@@ -451,72 +419,63 @@ static int read_irqs(BpfCollector *b, Sample *s) {
         return 0;
 }
 
-static int add_intruder(Sample *s, const IntruderCounters *x) {
-        IntruderCounters *n = reallocarray(s->intruders, s->n_intruders + 1, sizeof *n);
-        if (!n)
-                return -ENOMEM;
-        s->intruders = n;
-        s->intruders[s->n_intruders++] = *x;
-        return 0;
-}
-
-static int read_intruders(BpfCollector *b, Sample *s, uint64_t now) {
-        int fd = bpf_map__fd(b->skel->maps.intruders), cfd = bpf_map__fd(b->skel->maps.cpus);
+/* Every entry of the table; the running intruder's time is in it up to its last tick (intruder_fold()). */
+static int read_intruders(BpfCollector *b, Sample *s) {
+        int fd = bpf_map__fd(b->skel->maps.intruders);
         struct rtd_intruder_key key, *prev = NULL;
-        _cleanup_free_ size_t *aged = calloc(s->n_cpus, sizeof *aged);   /* wall-aged entries, one per CPU */
-        size_t n_aged = 0;
-        int r;
-
-        if (!aged)
-                return -ENOMEM;
 
         while (bpf_map_get_next_key(fd, prev, &key) == 0) {
                 struct rtd_intruder v;
+                IntruderCounters *n;
 
                 prev = &key;
                 if (bpf_map_lookup_elem(fd, &key, &v) < 0)
                         continue;
-                IntruderCounters x = { .cpu = key.cpu, .pid = key.pid, .ns = v.ns, .count = v.count };
-                memcpy(x.comm, v.comm, sizeof x.comm);
-                x.comm[15] = 0;
-                if (!x.comm[0])         /* accounted after the fact, without its task at hand */
-                        read_comm(b->base.proc_fd, key.pid, x.comm);
-                r = add_intruder(s, &x);
-                if (r < 0)
-                        return r;
+                n = reallocarray(s->intruders, s->n_intruders + 1, sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                s->intruders = n;
+                n[s->n_intruders] = (IntruderCounters) {
+                        .cpu = key.cpu, .pid = key.pid, .tgid = v.tgid, .start_time = key.start_time,
+                        .kind = v.kind, .ns = v.ns, .count = v.count,
+                };
+                (void) snprintf(n[s->n_intruders].comm, sizeof n->comm, "%.*s", (int) sizeof v.comm, v.comm);
+                s->n_intruders++;
         }
-
-        /* Intruders still on their CPU: add their time so far (see read_cpus()). */
-        for (unsigned i = 0; i < s->n_cpus; i++) {
-                struct rtd_cpu v;
-                uint32_t k = i;
-                uint64_t ran;
-                size_t j;
-
-                if (bpf_map_lookup_elem(cfd, &k, &v) < 0)
-                        continue;
-                ran = running_intruder_ns(b, &v, now);
-                if (!ran)
-                        continue;
-                for (j = 0; j < s->n_intruders; j++)
-                        if (s->intruders[j].cpu == i && s->intruders[j].pid == (pid_t) v.cur_pid)
-                                break;
-                if (j < s->n_intruders)
-                        s->intruders[j].ns += ran;
-                else {
-                        IntruderCounters x = { .cpu = i, .pid = v.cur_pid, .ns = ran };
-                        read_comm(b->base.proc_fd, v.cur_pid, x.comm);
-                        r = add_intruder(s, &x);
-                        if (r < 0)
-                                return r;
-                }
-                if (!b->same_pids)
-                        aged[n_aged++] = j;
-        }
-        for (size_t j = 0; j < s->n_intruders; j++)
-                apply_floor(b, &s->intruders[j]);
-        remember_floors(b, s, aged, n_aged);
         return 0;
+}
+
+static int read_ipis(BpfCollector *b, Sample *s) {
+        int fd = bpf_map__fd(b->skel->maps.ipis);
+        struct rtd_ipi_key key, *prev = NULL;
+
+        while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+                struct rtd_ipi v;
+                IpiCounters *n;
+
+                prev = &key;
+                if (bpf_map_lookup_elem(fd, &key, &v) < 0)
+                        continue;
+                n = reallocarray(s->ipis, s->n_ipis + 1, sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                s->ipis = n;
+                n[s->n_ipis] = (IpiCounters) {
+                        .cpu = key.cpu, .callsite = key.callsite, .callback = key.callback, .count = v.count,
+                        .sender_cpu = v.sender_cpu, .sender_pid = v.sender_pid,
+                };
+                (void) snprintf(n[s->n_ipis].sender_comm, sizeof n->sender_comm, "%.*s",
+                                (int) sizeof v.sender_comm, v.sender_comm);
+                s->n_ipis++;
+        }
+        return 0;
+}
+
+/* After the reading: a new call site costs a scan of /proc/kallsyms, which must not stretch the sample. */
+static void name_ipis(BpfCollector *b, Sample *s) {
+        for (size_t i = 0; i < s->n_ipis; i++)
+                (void) snprintf(s->ipis[i].site, sizeof s->ipis[i].site, "%s/%s",
+                                symbols_name(&b->syms, s->ipis[i].callsite), symbols_name(&b->syms, s->ipis[i].callback));
 }
 
 static int read_progs(BpfCollector *b, Sample *s) {
@@ -540,7 +499,8 @@ static int read_progs(BpfCollector *b, Sample *s) {
                 s->progs = n;
                 sec = bpf_program__section_name(p);
                 sec = strchr(sec, '/') ? strchr(sec, '/') + 1 : sec;
-                s->progs[s->n_progs] = (ProgCounters) { .run_ns = info.run_time_ns, .run_count = info.run_cnt };
+                s->progs[s->n_progs] = (ProgCounters) { .run_ns = info.run_time_ns, .run_count = info.run_cnt,
+                                                        .misses = info.recursion_misses };
                 (void) snprintf(s->progs[s->n_progs].name, sizeof s->progs[s->n_progs].name, "%s", sec);
                 s->n_progs++;
         }
@@ -557,13 +517,36 @@ static int bpf_read(Collector *c, Sample *s) {
         s->cpus = calloc(s->n_cpus, sizeof *s->cpus);
         if (!s->cpus)
                 return -ENOMEM;
-        r = read_cpus(b, s, now);
+        s->vectors_traced = b->vectors_traced;
+        s->hz = b->skel->bss->kernel_hz;
+        /* The table before the totals: a total read later is never below the sum of its parts. */
+        r = read_intruders(b, s);
+        if (r >= 0)
+                r = read_cpus(b, s);
+        /* The kernel's own vector counters beside the programs' (and in their place when untraced): a
+         * shortfall is events the tracepoints never delivered (another program attaching on them). */
+        if (r >= 0 && procfs_read_vectors(b->base.proc_fd, s) >= 0)
+                for (unsigned i = 0; i < s->n_cpus && i < b->n_possible; i++) {
+                        uint64_t *base = b->vec_base + (size_t) i * METRICS_NR_VECTORS;
+
+                        for (unsigned v = 0; v < METRICS_NR_VECTORS; v++) {
+                                if (!b->vec_base_set)
+                                        base[v] = s->cpus[i].vec_kernel[v];
+                                s->cpus[i].vec_kernel[v] -= MIN(base[v], s->cpus[i].vec_kernel[v]);
+                        }
+                        if (!b->vectors_traced)
+                                memcpy(s->cpus[i].vec_count, s->cpus[i].vec_kernel, sizeof s->cpus[i].vec_count);
+                }
+        b->vec_base_set = true;
         if (r >= 0)
                 r = read_irqs(b, s);
         if (r >= 0)
-                r = read_intruders(b, s, now);
+                r = read_ipis(b, s);
         if (r >= 0)
                 r = read_progs(b, s);
+        s->end_usec = monotonic_ns() / 1000;
+        if (r >= 0)
+                name_ipis(b, s);
         return r;
 }
 
@@ -574,8 +557,9 @@ static void bpf_free(Collector *c) {
                 return;
         sched_metrics__destroy(b->skel);
         safe_close(b->stats_fd);
-        free(b->cpu_floor);
-        free(b->floors);
+        free(b->fallbacks);
+        free(b->vec_base);
+        symbols_done(&b->syms);
         free(b);
 }
 
@@ -626,7 +610,13 @@ static char *reason_for(const char *what, int r) {
         return k < 0 ? NULL : s;
 }
 
-int bpf_collector_new(int proc_fd, Collector **ret, char **ret_reason) {
+const char *bpf_collector_fallbacks(Collector *c) {
+        if (!c || c->ops != &bpf_ops)
+                return NULL;
+        return ((BpfCollector *) c)->fallbacks;
+}
+
+int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret, char **ret_reason) {
         BpfCollector *b;
         const char *e, *force = getenv("RTD_BPF_ATTACH");
         int n, r;
@@ -657,10 +647,9 @@ int bpf_collector_new(int proc_fd, Collector **ret, char **ret_reason) {
         b->base.proc_fd = proc_fd;
         b->n_possible = n;
         b->stats_fd = -EBADF;
-        b->same_pids = in_initial_pid_namespace();
-        b->cpu_floor = calloc(n, sizeof *b->cpu_floor);
-        b->floors = calloc(MAX_FLOORS, sizeof *b->floors);
-        if (!b->cpu_floor || !b->floors) {
+        b->syms.proc_fd = proc_fd;
+        b->vec_base = calloc((size_t) n * METRICS_NR_VECTORS, sizeof *b->vec_base);
+        if (!b->vec_base) {
                 bpf_free(&b->base);
                 return -ENOMEM;
         }
@@ -674,6 +663,9 @@ int bpf_collector_new(int proc_fd, Collector **ret, char **ret_reason) {
         b->btf = force ? streq(force, "tp_btf") : tp_btf_usable();
         choose_programs(b);
         (void) bpf_map__set_max_entries(b->skel->maps.cpus, n);
+        /* Room for a full table on every CPU: inserts then fail only where the per-CPU bound says so. */
+        b->skel->rodata->intruder_table_size = intruder_table_size;
+        (void) bpf_map__set_max_entries(b->skel->maps.intruders, MAX(1u, intruder_table_size * (unsigned) n));
 
         r = sched_metrics__load(b->skel);
         if (r < 0) {

@@ -11,6 +11,15 @@
 
 #define METRICS_HIST_SLOTS 28           /* slot k: (2^(k-1), 2^k] µs; the last one is the overflow */
 #define METRICS_NR_SOFTIRQS 10
+#define METRICS_NR_VECTORS 8            /* LOC RES CAL IWI PLT TRM SPU ERR, as bpf/sched-metrics.h */
+#define METRICS_VECTOR_NAMES { "LOC", "RES", "CAL", "IWI", "PLT", "TRM", "SPU", "ERR" }
+
+/* What an intruder is. */
+typedef enum IntruderKind {
+        INTRUDER_USER = 0,
+        INTRUDER_KERNEL = 1,
+        INTRUDER_RTD = 2,
+} IntruderKind;
 
 typedef struct CpuCounters {
         uint64_t switches_voluntary;
@@ -26,7 +35,15 @@ typedef struct CpuCounters {
         uint64_t softirq_count[METRICS_NR_SOFTIRQS];
         uint64_t softirq_ns[METRICS_NR_SOFTIRQS];
         uint64_t intrusions;
-        uint64_t intrusion_ns;          /* includes the running intruder's time so far */
+        uint64_t intrusion_ns;          /* sum of exact sum_exec_runtime deltas (a running one: to its last tick) */
+        uint64_t other_ns;              /* intrusion time of intruders the table had no room for */
+        uint64_t other_runs;
+        uint64_t missed_events;         /* sched_switch events that never reached the BPF program */
+        uint64_t unrecovered;           /* ... where an intruder's slice is not in the figures */
+        uint64_t vec_count[METRICS_NR_VECTORS];
+        uint64_t vec_ns[METRICS_NR_VECTORS];    /* 0 when counted from /proc/interrupts */
+        uint64_t vec_kernel[METRICS_NR_VECTORS];        /* the same rows of /proc/interrupts (BPF: since attach) */
+        uint64_t tlb_shootdowns;        /* /proc/interrupts' TLB row */
         uint64_t current_job;           /* job running now, 0 = none */
 } CpuCounters;
 
@@ -39,16 +56,30 @@ typedef struct IrqCounters {
 
 typedef struct IntruderCounters {
         unsigned cpu;
-        pid_t pid;
+        pid_t pid;                      /* the kernel's (initial PID namespace) */
+        pid_t tgid;
+        uint64_t start_time;            /* with pid, the task's identity (pids are reused) */
+        IntruderKind kind;
         char comm[16];
-        uint64_t ns;                    /* cumulative on-CPU time on that CPU */
-        uint64_t count;
+        uint64_t ns;                    /* cumulative CPU time on that CPU */
+        uint64_t count;                 /* runs */
 } IntruderCounters;
+
+typedef struct IpiCounters {
+        unsigned cpu;                   /* target (reserved) */
+        uint64_t callsite, callback;
+        char site[64];                  /* callsite and callback as symbols, "?" if unknown */
+        uint64_t count;
+        unsigned sender_cpu;
+        pid_t sender_pid;
+        char sender_comm[16];
+} IpiCounters;
 
 typedef struct ProgCounters {
         char name[40];
         uint64_t run_ns;
         uint64_t run_count;
+        uint64_t misses;                /* runs the kernel skipped (recursion_misses): events not counted */
 } ProgCounters;
 
 /* Which fields a collector can fill. */
@@ -62,7 +93,8 @@ typedef enum CollectorCaps {
 } CollectorCaps;
 
 typedef struct Sample {
-        uint64_t time_usec;             /* CLOCK_MONOTONIC */
+        uint64_t time_usec;             /* CLOCK_MONOTONIC, when reading began */
+        uint64_t end_usec;              /* ... and ended: an event in between may or may not be in the sample */
         unsigned n_cpus;
         CpuCounters *cpus;
         IrqCounters *irqs;
@@ -71,8 +103,16 @@ typedef struct Sample {
         size_t n_intruders;
         ProgCounters *progs;
         size_t n_progs;
+        IpiCounters *ipis;
+        size_t n_ipis;
         bool prog_stats_enabled;
+        bool vectors_traced;            /* vec_* from irq_vectors tracepoints (count and time), else /proc/interrupts */
+        unsigned hz;                    /* the kernel's CONFIG_HZ, 0 if unknown */
 } Sample;
+
+/* procfs-metrics.c: the architecture rows of /proc/interrupts (LOC, RES, ...) into s->cpus[].vec_kernel, TLB
+ * into tlb_shootdowns. */
+int procfs_read_vectors(int proc_fd, Sample *s);
 
 void sample_done(Sample *s);
 
@@ -90,6 +130,8 @@ typedef struct JobCounters {
         uint64_t softirq_count;
         uint64_t softirq_ns;
         uint64_t tasks;
+        uint64_t vec_count[METRICS_NR_VECTORS];
+        uint64_t vec_ns[METRICS_NR_VECTORS];
 } JobCounters;
 
 /* A task waiting on a reserved CPU's run queue since since_usec (the starvation guard's input). */
@@ -126,7 +168,9 @@ struct Collector {
 };
 
 /* bpf-metrics.c (or bpf-metrics-stub.c). On failure *ret_reason says why, for status. */
-int bpf_collector_new(int proc_fd, Collector **ret, char **ret_reason);
+int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret, char **ret_reason);
+/* What the eBPF collector could not trace on this kernel and what stands in ("irq_vectors: ..."); NULL = all. */
+const char *bpf_collector_fallbacks(Collector *c);
 /* procfs-metrics.c: always available where /proc is. */
 int procfs_collector_new(int proc_fd, Collector **ret);
 

@@ -78,6 +78,7 @@ RtdConfig *config_new(void) {
                 .queue_policy = QUEUE_FCFS,
                 .worker_priority = 99,
                 .default_priority = 50,
+                .intruder_table_size = 1024,
                 .kill_grace_sec = 5,
                 .max_queued = 100000,
                 .keep_finished = 10000,
@@ -392,6 +393,7 @@ static const UintRange range_start_timeout = { 1, 3600, "a number of seconds fro
 static const UintRange range_timeout = { 0, 365u * 86400, "a number of seconds, 0 for no cap" };
 static const UintRange range_default_timeout = { 0, 365u * 86400, "a number of seconds, 0 for none" };
 static const UintRange range_queue_prio = { 0, 1000, "a queue priority from 0 to 1000" };
+static const UintRange range_intruders = { 8, 65536, "a number of entries from 8 to 65536" };
 static const TuneRange range_rt_runtime = { -1, 1000000, "keep, -1 (no throttling) or microseconds 0..1000000" };
 static const TuneRange range_fair = { 0, 1000000, "keep or microseconds 0..1000000" };
 static const TuneRange range_bool = { 0, 1, "keep, 0 or 1" };
@@ -441,6 +443,7 @@ static const ConfItem items[] = {
         { "Tuning", "StarvationBoostPeriodUSec", parse_uint, F(starvation_boost_period_usec), &range_boost_period },
         { "Tuning", "StarvationBoostDurationSec", parse_sec_usec, F(starvation_boost_duration_usec), &range_boost_time },
         { "Metrics", "ProgramStats", parse_bool, F(program_stats) },
+        { "Metrics", "IntruderTableSize", parse_uint, F(intruder_table_size), &range_intruders },
         { "Jobs", "Policy", parse_enum, F(queue_policy), &queue_enum },
         { "Jobs", "WorkerPriority", parse_uint, F(worker_priority), &range_prio },
         { "Jobs", "DefaultPriority", parse_uint, F(default_priority), &range_prio },
@@ -737,7 +740,8 @@ int config_dump(const RtdConfig *c, FILE *out) {
                 c->starvation_threshold_usec % 1000000, c->starvation_boost_runtime_usec,
                 c->starvation_boost_period_usec, c->starvation_boost_duration_usec / 1000000,
                 c->starvation_boost_duration_usec % 1000000);
-        fprintf(out, "[Metrics]\nProgramStats=%s\n\n", c->program_stats ? "yes" : "no");
+        fprintf(out, "[Metrics]\nProgramStats=%s\nIntruderTableSize=%u\n\n", c->program_stats ? "yes" : "no",
+                c->intruder_table_size);
         fprintf(out,
                 "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"
                 "KeepFinished=%u\nAgingSec=%u\nStartTimeoutSec=%u\nMaxOutputBytes=%s\nMaxTasks=%s\nMaxMemory=%s\n"

@@ -82,6 +82,7 @@ typedef struct RtdConfig {
 
         /* [Metrics] */
         bool program_stats;             /* hold kernel BPF run-time statistics on (costs every BPF program) */
+        unsigned intruder_table_size;   /* intruders named per reserved CPU (the rest is "other") */
 
         /* [Jobs] */
         QueuePolicy queue_policy;

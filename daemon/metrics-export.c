@@ -19,7 +19,15 @@ static const char *const softirq_names[METRICS_NR_SOFTIRQS] = {
         "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
 };
 
-#define TOP_INTRUDERS 5
+static const char *const vector_names[METRICS_NR_VECTORS] = METRICS_VECTOR_NAMES;
+static const char *const vector_help[METRICS_NR_VECTORS] = {
+        "Local timer interrupts", "Rescheduling interrupts", "Function call interrupts", "IRQ work interrupts",
+        "Platform interrupts", "Thermal event interrupts", "Spurious interrupts", "Error interrupts",
+};
+static const char *const kind_names[] = { "user", "kernel", "rtd" };
+
+#define TOP_INTRUDERS 5                 /* per CPU in the last interval (JSON) */
+#define PROM_INTRUDERS 8                /* per CPU in /metrics, by cumulative time; the rest is comm="other" */
 
 static bool has(const Metrics *x, unsigned cap) {
         return x->collector->ops->caps & cap;
@@ -46,7 +54,87 @@ static uint64_t delta(uint64_t now, uint64_t before) {
         return now >= before ? now - before : now;     /* a reset (LRU eviction, reload) restarts from 0 */
 }
 
+static int cmp_intruder(const void *a, const void *b) {
+        const IntruderCounters *x = a, *y = b;
+        return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
 /* ---- Prometheus ---- */
+
+/* One CPU's intruders summed by name, most time first; the caller frees. */
+static size_t intruders_by_comm(const Sample *s, unsigned cpu, IntruderCounters **ret) {
+        IntruderCounters *a = NULL;
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_intruders; i++) {
+                const IntruderCounters *c = &s->intruders[i];
+                size_t j;
+
+                if (c->cpu != cpu)
+                        continue;
+                for (j = 0; j < n && !streq(a[j].comm, c->comm); j++)
+                        ;
+                if (j == n) {
+                        IntruderCounters *t = reallocarray(a, n + 1, sizeof *a);
+                        if (!t)
+                                break;
+                        a = t;
+                        a[n++] = (IntruderCounters) { .cpu = cpu };
+                        memcpy(a[j].comm, c->comm, sizeof a[j].comm);
+                }
+                a[j].ns += c->ns;
+                a[j].count += c->count;
+        }
+        if (n)
+                qsort(a, n, sizeof *a, cmp_intruder);
+        *ret = a;
+        return n;
+}
+
+/*
+ * The top PROM_INTRUDERS names per reserved CPU by cumulative time, and comm="other" for the rest (names
+ * past the top, and the table's own overflow): at most PROM_INTRUDERS + 1 series per reserved CPU, and
+ * the series of a CPU sum to rtd_cpu_intrusion_seconds_total. A name that drops out of the top moves
+ * into "other".
+ */
+static void render_intruders(Metrics *x, FILE *f) {
+        const Sample *s = &x->cur;
+        char lb[128], esc[64];
+
+        for (int pass = 0; pass < 2; pass++) {
+                const char *name = pass ? "rtd_cpu_intruder_runs_total" : "rtd_cpu_intruder_seconds_total";
+
+                prom_family(f, name, "counter", pass ? "Runs (switch-ins) of the top intruders of each reserved CPU." :
+                            "CPU time of the top intruders of each reserved CPU, by name; the rest is comm=\"other\".");
+                CPUSET_FOREACH(cpu, &x->reserved) {
+                        _cleanup_free_ IntruderCounters *a = NULL;
+                        size_t n;
+                        uint64_t ons, oruns, tns = 0, truns = 0;
+
+                        if ((unsigned) cpu >= s->n_cpus)
+                                continue;
+                        n = intruders_by_comm(s, cpu, &a);
+                        for (size_t i = 0; i < n && i < PROM_INTRUDERS; i++) {
+                                (void) snprintf(lb, sizeof lb, "cpu=\"%d\",comm=\"%s\"", cpu,
+                                                prom_label_escape(a[i].comm, esc, sizeof esc));
+                                if (pass)
+                                        prom_uint(f, name, lb, a[i].count);
+                                else
+                                        prom_double(f, name, lb, a[i].ns / 1e9);
+                                tns += a[i].ns;
+                                truns += a[i].count;
+                        }
+                        /* The total is read after the table: never below the parts shown. */
+                        ons = s->cpus[cpu].intrusion_ns - MIN(tns, s->cpus[cpu].intrusion_ns);
+                        oruns = s->cpus[cpu].intrusions - MIN(truns, s->cpus[cpu].intrusions);
+                        (void) snprintf(lb, sizeof lb, "cpu=\"%d\",comm=\"other\"", cpu);
+                        if (pass)
+                                prom_uint(f, name, lb, oruns);
+                        else
+                                prom_double(f, name, lb, ons / 1e9);
+                }
+        }
+}
 
 static void render_cpus(Metrics *x, FILE *f) {
         const Sample *s = &x->cur;
@@ -136,6 +224,28 @@ static void render_cpus(Metrics *x, FILE *f) {
                         prom_uint(f, "rtd_cpu_hardirqs_total", lb, s->irqs[k].count[cpu]);
                 }
         }
+        /* Architecture vectors, named as /proc/interrupts' rows; TLB shootdowns arrive as CAL and are a
+         * row of their own there too. */
+        CPUSET_FOREACH(cpu, &x->reserved) {
+                if ((unsigned) cpu >= s->n_cpus)
+                        continue;
+                for (unsigned v = 0; v < METRICS_NR_VECTORS; v++) {
+                        (void) snprintf(lb, sizeof lb, "cpu=\"%d\",irq=\"%s\",name=\"%s\"", cpu, vector_names[v],
+                                        vector_help[v]);
+                        prom_uint(f, "rtd_cpu_hardirqs_total", lb, s->cpus[cpu].vec_count[v]);
+                }
+                (void) snprintf(lb, sizeof lb, "cpu=\"%d\",irq=\"TLB\",name=\"TLB shootdowns\"", cpu);
+                prom_uint(f, "rtd_cpu_hardirqs_total", lb, s->cpus[cpu].tlb_shootdowns);
+        }
+        if (s->vectors_traced) {
+                prom_family(f, "rtd_cpu_vector_seconds_total", "counter",
+                            "Time in architecture interrupt handlers (irq_vectors tracepoints) on reserved CPUs.");
+                CPUSET_FOREACH(cpu, &x->reserved)
+                        for (unsigned v = 0; (unsigned) cpu < s->n_cpus && v < METRICS_NR_VECTORS; v++) {
+                                (void) snprintf(lb, sizeof lb, "cpu=\"%d\",irq=\"%s\"", cpu, vector_names[v]);
+                                prom_double(f, "rtd_cpu_vector_seconds_total", lb, s->cpus[cpu].vec_ns[v] / 1e9);
+                        }
+        }
 
         if (has(x, CAP_INTRUSIONS)) {
                 prom_family(f, "rtd_cpu_intrusions_total", "counter",
@@ -152,6 +262,13 @@ static void render_cpus(Metrics *x, FILE *f) {
                                 (void) snprintf(lb, sizeof lb, "cpu=\"%d\"", cpu);
                                 prom_double(f, "rtd_cpu_intrusion_seconds_total", lb, s->cpus[cpu].intrusion_ns / 1e9);
                         }
+                render_intruders(x, f);
+                prom_family(f, "rtd_bpf_missed_events_total", "counter",
+                            "sched_switch events that never reached rtd's program: their time is not in the figures.");
+                for (unsigned i = 0; i < s->n_cpus; i++) {
+                        (void) snprintf(lb, sizeof lb, "cpu=\"%u\"", i);
+                        prom_uint(f, "rtd_bpf_missed_events_total", lb, s->cpus[i].missed_events);
+                }
         }
 }
 
@@ -188,8 +305,22 @@ static void render_bpf(Metrics *x, FILE *f) {
         const Sample *s = &x->cur;
         char lb[96];
 
+        if (s->hz) {
+                prom_family(f, "rtd_kernel_tick_hz", "gauge",
+                            "The kernel's CONFIG_HZ: the tick rate of a CPU that runs a task, the floor of a quiet core without nohz_full.");
+                prom_uint(f, "rtd_kernel_tick_hz", NULL, s->hz);
+        }
+
         prom_family(f, "rtd_bpf_enabled", "gauge", "1 when the eBPF collector is attached, 0 when rtd fell back to procfs.");
         prom_uint(f, "rtd_bpf_enabled", NULL, metrics_bpf_enabled(x));
+        if (s->n_progs) {
+                prom_family(f, "rtd_bpf_program_misses_total", "counter",
+                            "Runs of rtd's BPF programs the kernel skipped (recursion): their events are not counted.");
+                for (size_t i = 0; i < s->n_progs; i++) {
+                        (void) snprintf(lb, sizeof lb, "prog=\"%s\"", s->progs[i].name);
+                        prom_uint(f, "rtd_bpf_program_misses_total", lb, s->progs[i].misses);
+                }
+        }
         if (!has(x, CAP_PROG_STATS))
                 return;
         prom_family(f, "rtd_bpf_stats_enabled", "gauge", "1 when kernel BPF run-time statistics are on (rtd holds them on).");
@@ -286,11 +417,6 @@ int metrics_render_prometheus(Metrics *x, char **ret, size_t *ret_size) {
 
 /* ---- JSON ---- */
 
-static int cmp_intruder(const void *a, const void *b) {
-        const IntruderCounters *x = a, *y = b;
-        return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
-}
-
 /* Intruders of the last interval on one CPU, most time first. */
 static json_t *interval_intruders(const Metrics *x, unsigned cpu) {
         _cleanup_free_ IntruderCounters *d = NULL;
@@ -306,7 +432,8 @@ static json_t *interval_intruders(const Metrics *x, unsigned cpu) {
                 if (c->cpu != cpu)
                         continue;
                 for (size_t j = 0; j < x->prev.n_intruders; j++)
-                        if (x->prev.intruders[j].cpu == cpu && x->prev.intruders[j].pid == c->pid)
+                        if (x->prev.intruders[j].cpu == cpu && x->prev.intruders[j].pid == c->pid &&
+                            x->prev.intruders[j].start_time == c->start_time)
                                 before = x->prev.intruders[j].ns;
                 if (delta(c->ns, before) == 0)
                         continue;
@@ -321,6 +448,62 @@ static json_t *interval_intruders(const Metrics *x, unsigned cpu) {
         for (size_t i = 0; i < n && i < TOP_INTRUDERS; i++)
                 (void) json_array_append_new(a, json_pack("{s:s, s:i, s:f}", "comm", d[i].comm, "pid", (int) d[i].pid,
                                                           "seconds", d[i].ns / 1e9));
+        return a;
+}
+
+/* Every named intruder of one CPU since rtd started, most time first, and what the table had no room for. */
+static json_t *cumulative_intruders(const Metrics *x, unsigned cpu) {
+        const Sample *s = &x->cur;
+        _cleanup_free_ IntruderCounters *d = NULL;
+        size_t n = 0;
+        json_t *a = json_array();
+
+        for (size_t i = 0; a && i < s->n_intruders; i++) {
+                if (s->intruders[i].cpu != cpu)
+                        continue;
+                IntruderCounters *t = reallocarray(d, n + 1, sizeof *d);
+                if (!t)
+                        break;
+                d = t;
+                d[n++] = s->intruders[i];
+        }
+        if (n)
+                qsort(d, n, sizeof *d, cmp_intruder);
+        for (size_t i = 0; a && i < n; i++)
+                (void) json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:I, s:s, s:I, s:f}", "comm", d[i].comm,
+                                                          "pid", (int) d[i].pid, "tgid", (int) d[i].tgid,
+                                                          "start_time_ns", (json_int_t) d[i].start_time,
+                                                          "kind", kind_names[d[i].kind < 3 ? d[i].kind : 0],
+                                                          "runs", (json_int_t) d[i].count, "seconds", d[i].ns / 1e9));
+        return a;
+}
+
+static json_t *vectors_json(const CpuCounters *c, const CpuCounters *p, double secs) {
+        json_t *o = json_object();
+
+        for (unsigned v = 0; o && v < METRICS_NR_VECTORS; v++) {
+                json_t *e = json_pack("{s:I, s:I, s:f}", "count", (json_int_t) c->vec_count[v],
+                                      "kernel_count", (json_int_t) c->vec_kernel[v], "seconds", c->vec_ns[v] / 1e9);
+                if (e && p && secs > 0)
+                        (void) json_object_set_new(e, "per_second", json_real(delta(c->vec_count[v], p->vec_count[v]) / secs));
+                (void) json_object_set_new(o, vector_names[v], e);
+        }
+        if (o)
+                (void) json_object_set_new(o, "TLB", json_pack("{s:I}", "count", (json_int_t) c->tlb_shootdowns));
+        return o;
+}
+
+static json_t *ipis_json(const Metrics *x, unsigned cpu) {
+        json_t *a = json_array();
+
+        for (size_t i = 0; a && i < x->cur.n_ipis; i++) {
+                const IpiCounters *q = &x->cur.ipis[i];
+                if (q->cpu != cpu)
+                        continue;
+                (void) json_array_append_new(a, json_pack("{s:s, s:I, s:i, s:i, s:s}", "site", q->site,
+                                                          "count", (json_int_t) q->count, "sender_cpu", (int) q->sender_cpu,
+                                                          "sender_pid", (int) q->sender_pid, "sender_comm", q->sender_comm));
+        }
         return a;
 }
 
@@ -379,6 +562,15 @@ static json_t *cpu_json(Metrics *x, unsigned i) {
         if (!j)
                 return NULL;
         (void) json_object_set_new(j, "current_job", c->current_job ? json_integer(c->current_job) : json_null());
+        (void) json_object_set_new(j, "missed_events", json_integer(c->missed_events));
+        (void) json_object_set_new(j, "missed_unrecovered", json_integer(c->unrecovered));
+        (void) json_object_set_new(j, "vectors", vectors_json(c, p, secs));
+        if (reserved) {
+                (void) json_object_set_new(j, "intruders", cumulative_intruders(x, i));
+                (void) json_object_set_new(j, "intruders_other", json_pack("{s:f, s:I}", "seconds", c->other_ns / 1e9,
+                                                                           "runs", (json_int_t) c->other_runs));
+                (void) json_object_set_new(j, "ipis", ipis_json(x, i));
+        }
 
         if (p && secs > 0) {
                 double q = metrics_hist_quantile(dslots, 0.99);
@@ -425,8 +617,9 @@ json_t *metrics_render_json(Metrics *x) {
 
         progs = json_array();
         for (size_t i = 0; i < s->n_progs; i++)
-                (void) json_array_append_new(progs, json_pack("{s:s, s:I, s:f, s:f}", "name", s->progs[i].name,
+                (void) json_array_append_new(progs, json_pack("{s:s, s:I, s:I, s:f, s:f}", "name", s->progs[i].name,
                                                               "runs", (json_int_t) s->progs[i].run_count,
+                                                              "missed", (json_int_t) s->progs[i].misses,
                                                               "run_seconds", s->progs[i].run_ns / 1e9,
                                                               "ns_per_run", s->progs[i].run_count ?
                                                               (double) s->progs[i].run_ns / s->progs[i].run_count : 0.0));
@@ -439,6 +632,14 @@ json_t *metrics_render_json(Metrics *x) {
                       "bpf_stats_enabled", s->prog_stats_enabled,
                       "dispatch_latency", "count", (json_int_t) x->dispatch_count,
                       "sum_seconds", x->dispatch_sum_usec / 1e6);
+        if (j) {
+                (void) json_object_set_new(j, "hz", s->hz ? json_integer(s->hz) : json_null());
+                /* CLOCK_MONOTONIC bounds of the reading, for audits that line a trace up with it. */
+                (void) json_object_set_new(j, "sample_monotonic", json_pack("{s:f, s:f}", "start", s->time_usec / 1e6,
+                                                                            "end", MAX(s->end_usec, s->time_usec) / 1e6));
+                (void) json_object_set_new(j, "vectors_source", json_string(s->vectors_traced ? "irq_vectors tracepoints" :
+                                                                            "/proc/interrupts (counts only)"));
+        }
         if (j && x->manager && x->manager->jobs) {
                 JobCounts jc = {};
                 json_t *st = json_object();

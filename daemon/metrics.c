@@ -75,7 +75,8 @@ int metrics_new(Manager *m, Metrics **ret) {
                 return -ENOMEM;
         x->manager = m;
 
-        r = bpf_collector_new(m->proc_fd, &x->collector, &x->reason);
+        r = bpf_collector_new(m->proc_fd, m->config ? m->config->intruder_table_size : 1024, &x->collector,
+                              &x->reason);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -171,6 +172,12 @@ json_t *metrics_job_counters_json(const Metrics *x, const JobCounters *c) {
                 (void) json_object_set_new(j, "hardirq_seconds", json_real(c->hardirq_ns / 1e9));
                 (void) json_object_set_new(j, "softirqs", json_integer(c->softirq_count));
                 (void) json_object_set_new(j, "softirq_seconds", json_real(c->softirq_ns / 1e9));
+                json_t *v = json_object();
+                static const char *const names[METRICS_NR_VECTORS] = METRICS_VECTOR_NAMES;
+                for (unsigned k = 0; v && k < METRICS_NR_VECTORS; k++)
+                        (void) json_object_set_new(v, names[k], json_pack("{s:I, s:f}", "count", (json_int_t) c->vec_count[k],
+                                                                          "seconds", c->vec_ns[k] / 1e9));
+                (void) json_object_set_new(j, "vectors", v);
         }
         return j;
 }
@@ -212,11 +219,12 @@ json_t *metrics_to_json(Metrics *x) {
         if (!x)
                 return json_pack("{s:b}", "bpf_enabled", 0);
         const char *mode = x->collector->ops->attach_mode(x->collector);
-        return json_pack("{s:b, s:s, s:s?, s:s?, s:I, s:I}",
+        return json_pack("{s:b, s:s, s:s?, s:s?, s:s?, s:I, s:I}",
                          "bpf_enabled", metrics_bpf_enabled(x),
                          "collector", x->collector->ops->name,
                          "attach", mode,
                          "reason", x->reason,
+                         "fallbacks", bpf_collector_fallbacks(x->collector),
                          "collections", (json_int_t) x->collections,
                          "collection_errors", (json_int_t) x->collection_errors);
 }

@@ -46,6 +46,7 @@ void sample_done(Sample *s) {
         free(s->cpus);
         free(s->intruders);
         free(s->progs);
+        free(s->ipis);
         *s = (Sample) {};
 }
 
@@ -113,6 +114,45 @@ static int read_interrupts(int proc_fd, Sample *s) {
                         *--end = 0;
                 char *last = strrchr(p, ' ');
                 (void) snprintf(q->name, sizeof q->name, "%s", last ? last + 1 : p);
+        }
+        return 0;
+}
+
+/* The architecture rows: "LOC:  49308  47194   Local timer interrupts". TLB is a row of its own. */
+int procfs_read_vectors(int proc_fd, Sample *s) {
+        static const char *const names[METRICS_NR_VECTORS] = METRICS_VECTOR_NAMES;
+        _cleanup_free_ char *text = NULL;
+        char *save = NULL;
+        int r;
+
+        r = read_full_file_at(proc_fd, "interrupts", &text, NULL);
+        if (r < 0)
+                return r;
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                char *p = l, *colon = strchr(l, ':'), *end;
+                int v = -1;
+
+                if (!colon)
+                        continue;
+                *colon = 0;
+                while (*p == ' ')
+                        p++;
+                for (unsigned k = 0; k < METRICS_NR_VECTORS; k++)
+                        if (streq(p, names[k]))
+                                v = (int) k;
+                if (v < 0 && !streq(p, "TLB"))
+                        continue;
+                p = colon + 1;
+                for (unsigned cpu = 0; cpu < s->n_cpus; cpu++) {
+                        uint64_t x = strtoull(p, &end, 10);
+                        if (end == p)
+                                break;
+                        if (v >= 0)
+                                s->cpus[cpu].vec_kernel[v] = x;
+                        else
+                                s->cpus[cpu].tlb_shootdowns = x;
+                        p = end;
+                }
         }
         return 0;
 }
@@ -190,6 +230,9 @@ static int procfs_read(Collector *c, Sample *s) {
                 return -ENOMEM;
         read_schedstat(c->proc_fd, s);
         read_softirqs(c->proc_fd, s);
+        (void) procfs_read_vectors(c->proc_fd, s);
+        for (unsigned i = 0; i < s->n_cpus; i++)
+                memcpy(s->cpus[i].vec_count, s->cpus[i].vec_kernel, sizeof s->cpus[i].vec_count);
         for (size_t i = 0; i < p->n_tracked; i++)
                 (void) read_pid(c->proc_fd, p->tracked[i].pid, &p->tracked[i].last);
         return read_interrupts(c->proc_fd, s);

@@ -151,6 +151,8 @@ static void test_invalid_values(void **state) {
                 { "[Reserve]\nCheckIntervalSec=-5\n", "'-5' for CheckIntervalSec=" },
                 { "[Tuning]\nRTRuntimeUSec=-2\n", "'-2' for RTRuntimeUSec= in [Tuning]: expected keep, -1 (no throttling) or microseconds" },
                 { "[Tuning]\nTimerMigration=2\n", "expected keep, 0 or 1" },
+                { "[Metrics]\nIntruderTableSize=4\n", "test.conf:2: invalid value '4' for IntruderTableSize= in [Metrics]: expected a number of entries from 8 to 65536" },
+                { "[Metrics]\nIntruderTableSize=70000\n", "'70000' for IntruderTableSize=" },
                 { "[Jobs]\nPolicy=lifo\n", "'lifo' for Policy= in [Jobs]: expected fcfs or priority" },
                 { "[Jobs]\nWorkerPriority=100\n", "'100' for WorkerPriority= in [Jobs]: expected a priority from 1 to 99" },
                 { "[Access]\nMaxPriority=0\n", "'0' for MaxPriority=" },

@@ -20,7 +20,7 @@ static void test_escape(void **state) {
         expect("plain name-1_2 /usr/bin", "plain name-1_2 /usr/bin");
         expect("ünïcode ✓ 🙂", "ünïcode ✓ 🙂");                        /* valid UTF-8 stays */
         expect("a\x1b[2Jb", "a\\x1b[2Jb");                            /* C0 ESC */
-        expect("\x07\t\n\r\x7f", "\\x07\\x09\\x0a\\x0d\\x7f");
+        expect("\x07\t\n\r\x7f", "\\x07\\t\\n\\x0d\\x7f");
         expect("a\xc2\x9b" "31mb", "a\\u009b31mb");                   /* C1 CSI as UTF-8 */
         expect("\xc2\x85\xc2\x80\xc2\xa0", "\\u0085\\u0080\xc2\xa0"); /* NEL, PAD; NBSP is printable */
         expect("a\x9b" "31m", "a\\x9b31m");                           /* a lone C1 byte: not UTF-8 */

@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: MIT
+"""The kernel's own record of one CPU, for the audit tier (test-audit.py): an ftrace instance of its own
+limited to that CPU (sched_switch/fork/exec, IRQ, softirq and irq_vectors events, CLOCK_MONOTONIC
+stamps), parsed into per-window figures that are compared with rtd's. Nothing here asks rtd anything."""
+import os
+import re
+import subprocess
+
+TRACEFS = "/sys/kernel/tracing"
+LINE = re.compile(r"^\s*(.*)-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+\.\d+): (\w+): (.*)$")
+KV = re.compile(r"(\w+)=(\S+)")
+# irq_vectors events -> /proc/interrupts rows (both call_function flavours are CAL there).
+VECTOR_ROW = {"local_timer": "LOC", "reschedule": "RES", "call_function": "CAL", "call_function_single": "CAL",
+              "irq_work": "IWI", "x86_platform_ipi": "PLT", "thermal_apic": "TRM", "spurious_apic": "SPU",
+              "error_apic": "ERR"}
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class Trace:
+    """An ftrace instance recording CPU `cpu` only; stop() returns the parsed events."""
+
+    def __init__(self, cpu, name):
+        self.cpu = cpu
+        self.mounted = False
+        if not os.path.exists(os.path.join(TRACEFS, "instances")):
+            subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], check=True)
+            self.mounted = True
+        self.dir = os.path.join(TRACEFS, "instances", name)
+        os.mkdir(self.dir)
+        _write(os.path.join(self.dir, "tracing_on"), "0")
+        _write(os.path.join(self.dir, "tracing_cpumask"), "%x" % (1 << cpu))
+        _write(os.path.join(self.dir, "trace_clock"), "mono")    # the clock of rtd's sample stamps
+        _write(os.path.join(self.dir, "buffer_size_kb"), "4096")
+        _write(os.path.join(self.dir, f"per_cpu/cpu{cpu}/buffer_size_kb"), "524288")
+        events = ["sched/sched_switch", "sched/sched_stat_runtime", "sched/sched_process_fork", "sched/sched_process_exec",
+                  "irq/irq_handler_entry", "irq/irq_handler_exit", "irq/softirq_entry", "irq/softirq_exit"]
+        vdir = os.path.join(TRACEFS, "events/irq_vectors")
+        self.vectors = os.path.isdir(vdir)
+        for v in VECTOR_ROW:
+            for end in ("entry", "exit"):
+                if os.path.isdir(os.path.join(vdir, f"{v}_{end}")):
+                    events.append(f"irq_vectors/{v}_{end}")
+        for e in events:
+            _write(os.path.join(self.dir, "events", e, "enable"), "1")
+        # One instance per scenario, read once stopped: no reader competes for the CPUs meanwhile (a reader
+        # of trace_pipe on a loaded housekeeping CPU fell behind and the buffer overran), and the buffer's
+        # stats say whether anything was lost.
+        # update_curr() of this CPU's task also runs on other CPUs (a remote wakeup updates the target
+        # runqueue's current task): its sched_stat_runtime lands in their buffers. A second instance takes
+        # that event alone on the other CPUs; analyse() keeps what was about this CPU's current task.
+        self.remote = self.dir + "-remote"
+        os.mkdir(self.remote)
+        _write(os.path.join(self.remote, "tracing_on"), "0")
+        _write(os.path.join(self.remote, "tracing_cpumask"), "%x" % (((1 << os.cpu_count()) - 1) & ~(1 << cpu)))
+        _write(os.path.join(self.remote, "trace_clock"), "mono")
+        _write(os.path.join(self.remote, "buffer_size_kb"), "262144")
+        _write(os.path.join(self.remote, "events/sched/sched_stat_runtime/enable"), "1")
+        _write(os.path.join(self.remote, "tracing_on"), "1")
+        _write(os.path.join(self.dir, "tracing_on"), "1")
+
+    def stop(self):
+        _write(os.path.join(self.dir, "tracing_on"), "0")
+        _write(os.path.join(self.remote, "tracing_on"), "0")
+        lost = 0
+        events = []
+        for d in (self.dir, self.remote):
+            for c in range(os.cpu_count()):
+                stats = open(os.path.join(d, f"per_cpu/cpu{c}/stats")).read()
+                lost += sum(int(v) for k, v in re.findall(r"^(overrun|dropped events): (\d+)", stats, re.M))
+            with open(os.path.join(d, "trace"), errors="replace") as f:
+                text = f.read()
+            for line in text.splitlines():
+                m = LINE.match(line)
+                if not m:
+                    continue
+                comm, pid, cpu, ts, name, rest = m.groups()
+                if int(cpu) != self.cpu:
+                    name = "remote_" + name
+                events.append((float(ts), name, int(pid), rest))
+        events.sort(key=lambda e: e[0])
+        return events, lost
+
+    def close(self):
+        try:
+            _write(os.path.join(self.dir, "tracing_on"), "0")
+            os.rmdir(self.dir)
+            _write(os.path.join(self.remote, "tracing_on"), "0")
+            os.rmdir(self.remote)
+        except OSError:
+            pass
+        if self.mounted:
+            subprocess.run(["umount", TRACEFS])
+
+
+class Figures:
+    """The kernel's figures for the window (t0, t1] and the counts of events in the ambiguous spans
+    [a0, t0] and (t1, b1], where rtd's reading was in progress (an event there may be on either side)."""
+
+    def __init__(self):
+        self.switches = 0               # switches away from a non-idle task
+        self.intrusions = 0             # switch-ins of tasks that are not rtd's workers or jobs
+        self.intrusion_s = 0.0
+        self.by_pid = {}                # pid -> [runs, seconds, last comm]
+        self.irqs = {}                  # irq number -> count
+        self.softirqs = {}              # vector name -> count
+        self.vectors = {}               # row -> [count, seconds]
+        self.job = {"s": 0.0, "LOC": 0, "irqs": 0, "softirqs": 0}
+        self.ambiguous = 0              # events of any kind in the ambiguous spans
+        self.ambiguous_s = 0.0          # intruder time that straddles a boundary
+
+
+def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
+    """exempt: pids of rtd's workers; their descendants (fork events) are jobs, exempt too.
+
+    Blind spot of ftrace on this kernel: a sched_switch whose prev is the idle task is never recorded
+    (rtd's BPF program sees them). Each is reconstructed exactly as a count, since the next switch names
+    its prev: the task the idle task switched to. Its time is not needed from the switches: CPU time is
+    taken from sched_stat_runtime, the kernel's own update_curr() deltas on this CPU (the clock that
+    sum_exec_runtime, and so rtd, adds up).
+    """
+    f = Figures()
+    exempt = set(exempt)
+    job_pids = set(job_pids)
+    cur = None                          # the CPU's current task as the trace knows it
+    last_switch = 0.0
+    on_cpu = None                       # the task this CPU's last event was stamped with
+    idle_seen = None                    # last event stamped while the idle task was current
+    running_at = {}                     # pid -> whether it was running across t0 / t1
+    vec_start = None
+    f.spans = (t0 - a0, b1 - t1)
+    f.reconstructed = 0
+
+    def intruder(pid):
+        return pid and pid not in exempt
+
+    def switch_in(pid, lo, hi, comm):
+        """pid came in somewhere in [lo, hi]."""
+        if lo > t1 or hi <= t0:
+            if (a0 <= hi and lo <= t0) or (t1 < hi and lo <= b1):
+                f.ambiguous += 1
+            return
+        if not (t0 < lo and hi <= t1):
+            f.ambiguous += 1            # it came in across a boundary: either side
+            return
+        if intruder(pid):
+            f.intrusions += 1
+            e = f.by_pid.setdefault(pid, [0, 0.0, ""])
+            e[0] += 1
+            e[2] = comm
+
+    for ts, name, pid, rest in events:
+        inside = t0 < ts <= t1
+        edge = a0 <= ts <= t0 or t1 < ts <= b1
+        kv = dict(KV.findall(rest))
+        if name.startswith("remote_"):
+            if name != "remote_sched_stat_runtime":
+                continue
+        else:
+            on_cpu = pid
+        if pid == 0 and not name.startswith("remote_"):
+            idle_seen = ts
+        if name == "sched_process_fork":
+            # What a worker forks is a job; what a job forks belongs to it.
+            parent, child = int(kv["pid"]), int(kv["child_pid"])
+            if parent in exempt:
+                exempt.add(child)
+                job_pids.add(child)
+            continue
+        if name == "sched_process_exec":
+            continue
+        if name in ("sched_stat_runtime", "remote_sched_stat_runtime"):
+            p, ns = int(kv["pid"]), int(kv["runtime"])
+            # Only updates of this CPU's current task: on this CPU the line's task is current; from
+            # elsewhere, the task this CPU last showed as current.
+            if not inside or (p != pid if name == "sched_stat_runtime" else p != on_cpu):
+                continue
+            if p in job_pids:
+                f.job["s"] += ns / 1e9
+            if intruder(p):
+                f.intrusion_s += ns / 1e9
+                f.by_pid.setdefault(p, [0, 0.0, kv["comm"]])[1] += ns / 1e9
+                # An intruder running across a boundary: rtd's sample holds it up to its last tick.
+                if running_at.get(p) and ts - t0 <= 0.004:
+                    f.ambiguous_s += ns / 1e9
+            continue
+        if edge:
+            f.ambiguous += 1
+        if name == "sched_switch":
+            prev, nxt = int(kv["prev_pid"]), int(kv["next_pid"])
+            if cur is not None and prev != cur and prev != 0:
+                # The unrecorded switch to prev: from the idle task (after its last stamp), or one the
+                # tracepoint itself never fired for (rtd's program misses the same: its missed_events).
+                f.reconstructed += 1
+                lo = idle_seen if cur == 0 and idle_seen is not None else last_switch
+                switch_in(prev, lo, ts, kv["prev_comm"])
+            if inside and prev:
+                f.switches += 1
+            switch_in(nxt, ts, ts, kv["next_comm"])
+            cur, last_switch, on_cpu = nxt, ts, nxt
+            if ts <= t0:
+                running_at = {nxt: True}
+            continue
+        if not inside:
+            continue
+        on_job = pid in job_pids
+        if name == "irq_handler_entry":
+            n = int(kv["irq"])
+            f.irqs[n] = f.irqs.get(n, 0) + 1
+            f.job["irqs"] += on_job
+        elif name == "softirq_entry":
+            a = kv["action"].rstrip("]")
+            f.softirqs[a] = f.softirqs.get(a, 0) + 1
+            f.job["softirqs"] += on_job
+        elif name.endswith("_entry") and name[:-6] in VECTOR_ROW:
+            row = VECTOR_ROW[name[:-6]]
+            f.vectors.setdefault(row, [0, 0.0])[0] += 1
+            if row == "LOC":
+                f.job["LOC"] += on_job
+            vec_start = (row, ts)
+        elif name.endswith("_exit") and name[:-5] in VECTOR_ROW and vec_start:
+            f.vectors[vec_start[0]][1] += ts - vec_start[1]
+            vec_start = None
+    return f
