@@ -49,6 +49,36 @@ static void workers_line(View *v, json_t *jobs) {
         fputc('\n', v->out);
 }
 
+/* What holds a job on its CPUs: a cpuset (the kernel), or only the starting affinity and rtd's drift check. */
+static void containment_line(View *v, json_t *jobs) {
+        const char *how = view_jstr(v, jobs, "cpu_enforcement", NULL);
+        long long back = view_jint(jobs, "tasks_put_back");
+
+        if (!how)
+                return;
+        view_field_color(v, "Job CPUs", strstr(how, "cpuset") ? VC_NONE : VC_WARN, "enforced by %s", how);
+        if (back)
+                view_more(v, "%lld job task%s found off their CPUs and put back", back, back == 1 ? "" : "s");
+        if (json_is_string(json_object_get(jobs, "cpu_enforcement_note")))
+                view_more(v, "%s", view_jstr(v, jobs, "cpu_enforcement_note", ""));
+}
+
+/* How this rtd's reservation began: adopted from a dead rtd's journal (nothing written again), or not. */
+static void start_line(View *v, json_t *r) {
+        json_t *st = json_object_get(r, "start");
+        const char *mode = view_jstr(v, st, "mode", "new");
+
+        if (streq(mode, "new"))
+                return;
+        if (streq(mode, "adopted"))
+                view_field(v, "Started", "adopted from the journal of pid %lld: %lld knob%s written, %lld task%s moved "
+                           "(only what drifted)", view_jint(st, "previous_pid"), view_jint(st, "knob_writes"),
+                           view_jint(st, "knob_writes") == 1 ? "" : "s", view_jint(st, "tasks_moved"),
+                           view_jint(st, "tasks_moved") == 1 ? "" : "s");
+        else
+                view_field(v, "Started", "%s (a dead rtd's journal for another reservation was restored first)", mode);
+}
+
 static void metrics_line(View *v, json_t *m) {
         if (json_is_true(json_object_get(m, "bpf_enabled")))
                 view_field(v, "Metrics", "eBPF (%s), %lld collection%s%s", view_jstr(v, m, "attach", "attached"),
@@ -79,6 +109,7 @@ void view_status(View *v, json_t *j) {
         if (jobs) {
                 jobs_line(v, jobs);
                 workers_line(v, jobs);
+                containment_line(v, jobs);
                 if (json_is_true(json_object_get(jobs, "rt_group_sched_trap")) ||
                     json_is_string(json_object_get(jobs, "cgroups_note")))
                         view_more(v, "%s%s%s", view_on(v, VC_WARN), view_jstr(v, jobs, "cgroups_note",
@@ -185,6 +216,7 @@ void view_reservation(View *v, json_t *r) {
         view_field_color(v, "State", VC_GOOD, "active: %s reserved, %s housekeeping",
                          view_cpus(view_jstr(v, r, "reserved", NULL), c1, sizeof c1),
                          view_cpus(view_jstr(v, r, "housekeeping", NULL), c2, sizeof c2));
+        start_line(v, r);
         view_field(v, "Backend", "%s%s%s%s", view_jstr(v, r, "backend", "?"),
                    json_is_string(json_object_get(r, "backend_reason")) ? " (" : "",
                    view_jstr(v, r, "backend_reason", ""), json_is_string(json_object_get(r, "backend_reason")) ? ")" : "");

@@ -273,7 +273,7 @@ def escape_attempt_is_refused_by_the_kernel():
         s = api(rtd, "GET", "/v1/status")[1]["jobs"]
         assert s["cpu_enforcement"] == expected_enforcement(), s
         human = rtd.ctl("status", user=USER).stdout
-        assert f"cpu_enforcement: {expected_enforcement()}" in human, human
+        assert f"Job CPUs: enforced by {expected_enforcement()}" in human, human
         jid, gc = escape_job(rtd, "cancel", "--timeout", "30")
         # Sampled from outside for 2 s: every task of the job may use CPU 1 only, and ran there.
         tasks, end = {}, time.time() + 2

@@ -428,6 +428,8 @@ def kill9_then_restart_and_stop():
         assert start["mode"] == "adopted" and start["knob_writes"] == 0 and start["tasks_moved"] == 0, start
         assert start["previous_pid"] > 0, start
         assert "last_restore" not in res, res
+        human = s.ns.ctl("status").stdout
+        assert "Started: adopted from the journal of pid" in human and "0 knobs written, 0 tasks moved" in human, human
         assert s.ns.stop_rtd() == 0
         s.assert_restored("kill -9 + restart + stop")
 

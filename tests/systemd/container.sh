@@ -433,8 +433,17 @@ else
 fi
 
 # ---------------------------------------------------------------- 11. stop restores every knob
+# A running job of alice's whose grandchild left its session and parent (setsid, double fork): a stop of
+# rtd kills it with the rest of the unit's cgroup (issue 11 point 2), not only the job's process group.
+ct rm -f /tmp/rtd-gc.pid
+ct_as alice rtctl submit -- /bin/sh -c 'setsid sh -c "sleep 600 & echo \$! >/tmp/rtd-gc.pid" </dev/null >/dev/null 2>&1; sleep 600' \
+        >/dev/null 2>&1
+wait_for 15 ct test -s /tmp/rtd-gc.pid
+gc=$(ct cat /tmp/rtd-gc.pid 2>/dev/null)
+check "a job's setsid'd, double-forked grandchild runs before the stop (pid '$gc')" eval '[ -n "$gc" ] && ct test -d /proc/$gc'
 ct systemctl stop rtd.service; rc=$?
 check "systemctl stop rtd (rc=$rc)" test "$rc" = 0
+[ -n "$gc" ] && check "the stop killed that grandchild too (pid $gc is gone)" eval '! ct test -d /proc/$gc'
 d=$(knob_diff "$WORKDIR/host-knobs.before")
 check "after stop every host knob is as before (IRQ masks, sysctls, workqueue mask)${d:+: $(echo "$d" | tr '\t\n' ' ;')}" test -z "$d"
 for s in system.slice user.slice init.scope; do
