@@ -169,13 +169,18 @@ def status_limits(rtd):
     return s["jobs"]["limits"]
 
 
+
+def output_dir(rtd):
+    """Where this store's output files are: state/output/<the store's instance id>."""
+    return os.path.join(rtd.dir, "state/output", rtd.ctl_json("status")["jobs"]["store"]["instance"])
+
 @test
 def output_cap():
     with TestUser("rtdlim-u1", groups=[GROUP]) as u, JobRtd("[Jobs]\nMaxOutputBytes=64K\n") as rtd:
         # 200 KB to stdout: the write past 64 KiB fails (EFBIG) and the job goes on to say so on stderr.
         j = usubmit(rtd, u, {"argv": ["/bin/sh", "-c", "head -c 200000 /dev/zero; echo head=$? >&2; echo done >&2"]})
         j = wait_final(rtd, j["id"])
-        size = os.path.getsize(os.path.join(rtd.dir, "state/output", f"{j['id']}.stdout"))
+        size = os.path.getsize(os.path.join(output_dir(rtd), f"{j['id']}.stdout"))
         err = output(rtd, j["id"], "stderr")
         assert size == 65536, size
         assert "File too large" in err and "head=1" in err and "done" in err, err
@@ -198,7 +203,7 @@ def output_cap():
         assert n_jobs(rtd) == before
         j3 = usubmit(rtd, u, {"argv": ["/bin/sh", "-c", "head -c 20000 /dev/zero"], "max_output_bytes": 8192})
         j3 = wait_final(rtd, j3["id"])
-        assert os.path.getsize(os.path.join(rtd.dir, "state/output", f"{j3['id']}.stdout")) == 8192
+        assert os.path.getsize(os.path.join(output_dir(rtd), f"{j3['id']}.stdout")) == 8192
         assert j3["limits_hit"]["output_capped"] == ["stdout"], j3
         # Under the cap: not reported.
         j4 = wait_final(rtd, usubmit(rtd, u, {"argv": ["/bin/echo", "small"]})["id"])
