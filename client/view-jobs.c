@@ -139,6 +139,29 @@ static void scheduling(View *v, json_t *m) {
                            view_duration(view_jnum(m, "softirq_seconds"), b3, sizeof b3));
 }
 
+/* The job's limits that bit ([Jobs] MaxOutputBytes=, MaxTasks=, MaxMemory=), once it has ended. */
+static void limits_hit_line(View *v, json_t *job) {
+        json_t *h = json_object_get(job, "limits_hit"), *capped = json_object_get(h, "output_capped"), *x;
+        long long oom = view_jint(h, "oom_kills"), refused = view_jint(h, "tasks_refused");
+        char buf[160] = "";
+        size_t i, n = 0;
+
+        if (json_array_size(capped) > 0) {
+                n += (size_t) snprintf(buf + n, sizeof buf - n, "output capped (");
+                json_array_foreach(capped, i, x)
+                        n += (size_t) snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "",
+                                               view_s(v, json_string_value(x), "?"));
+                n += (size_t) snprintf(buf + n, sizeof buf - n, ")");
+        }
+        if (oom > 0 && n < sizeof buf)
+                n += (size_t) snprintf(buf + n, sizeof buf - n, "%s%lld OOM kill%s", n ? ", " : "", oom, oom == 1 ? "" : "s");
+        if (refused > 0 && n < sizeof buf)
+                n += (size_t) snprintf(buf + n, sizeof buf - n, "%s%lld task%s refused", n ? ", " : "", refused,
+                                       refused == 1 ? "" : "s");
+        if (n > 0)
+                view_field_color(v, "Limits hit", VC_WARN, "%s", buf);
+}
+
 void view_job(View *v, json_t *job) {
         json_t *spec = json_object_get(job, "spec"), *x;
         const char *state = view_jstr(v, job, "state", "?");
@@ -152,6 +175,7 @@ void view_job(View *v, json_t *job) {
         fputc('\n', v->out);
         if (json_is_string(json_object_get(job, "reason")))
                 view_field_color(v, "Reason", c == VC_GOOD ? VC_NONE : c, "%s", view_jstr(v, job, "reason", ""));
+        limits_hit_line(v, job);
         if (json_is_array(json_object_get(spec, "argv")))
                 print_argv(v, json_object_get(spec, "argv"));
         else

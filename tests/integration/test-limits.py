@@ -188,7 +188,7 @@ def output_cap():
         assert j["spec"]["max_output_bytes"] == 65536, j["spec"]
         # rtctl show says so too.
         p = rtd.ctl("show", str(j["id"]))
-        assert p.returncode == 0 and "output_capped" in p.stdout and "stdout" in p.stdout, p.stdout
+        assert p.returncode == 0 and "Limits hit: output capped (stdout)" in p.stdout, p.stdout
         # The job cannot lift the cap: the hard limit is the cap as well.
         j2 = usubmit(rtd, u, {"argv": ["/bin/sh", "-c", "ulimit -f unlimited; echo rc=$?; head -c 100000 /dev/zero "
                                        ">/dev/null; ulimit -f"]})
