@@ -521,9 +521,12 @@ boosts=$(jq -r '.boosts // 0' <<<"$GUARD_METRICS" 2>/dev/null) comm=$(jq -r '.la
 check "guard on: stat_refresh completes, CPU 7's kworker boosted" "took $GUARD_DONE s, boosts=$boosts last=$comm" \
         '[ "$GUARD_DONE" != stuck ] && [ "${boosts:-0}" -ge 1 ] && [ "${comm#kworker/7:}" != "$comm" ]'
 # Scope all (as stalld): a FIFO 1 user task pinned behind the spinner is boosted too and runs. Here, unlike
-# on a shared host, every task that could starve on CPU 7 is the test's own.
+# on a shared host, every task that could starve on CPU 7 is the test's own. The affinity backend leaves
+# CPU 7 in the test's own cgroup, so the task may be pinned there (the cgroup backend's partition takes it).
 if start_rtd "guard-all" direct "$GUARD_CONF
-StarvationGuard=all"; then
+StarvationGuard=all
+[Reserve]
+Backend=affinity"; then
         id=$(rtctl submit -p 50 -t 120 -- prlimit --rttime=60000000:60000000 -- sh -c 'while :; do :; done')
         for i in $(seq 100); do [ "$(rtctl --json show "$id" 2>/dev/null | jq -r .state)" = running ] && break; sleep 0.2; done
         sleep 1
