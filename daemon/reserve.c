@@ -447,6 +447,12 @@ int reservation_release(Reservation *r) {
         }
         json_decref(r->last_restore);
         r->last_restore = NULL;
+        if (!r->journal) {
+                /* Stopped before reservation_start() decided on a dead run's journal: restore that one. */
+                r->journal = TAKE_PTR(r->left_behind);
+                if (!r->journal)
+                        return 0;
+        }
         q = r->journal->n_entries > 0 || r->journal->on_disk
                     ? restore_journal(r->journal, r->proc_fd, r->sys_fd, &r->last_restore)
                     : 0;
