@@ -473,9 +473,14 @@ static int read_ipis(BpfCollector *b, Sample *s) {
 
 /* After the reading: a new call site costs a scan of /proc/kallsyms, which must not stretch the sample. */
 static void name_ipis(BpfCollector *b, Sample *s) {
-        for (size_t i = 0; i < s->n_ipis; i++)
-                (void) snprintf(s->ipis[i].site, sizeof s->ipis[i].site, "%s/%s",
-                                symbols_name(&b->syms, s->ipis[i].callsite), symbols_name(&b->syms, s->ipis[i].callback));
+        for (size_t i = 0; i < s->n_ipis; i++) {
+                char site[sizeof s->ipis[i].site / 2];          /* "callsite/callback": half each at most */
+
+                /* Copied first: the second lookup may grow (move) the cache the first name points into. */
+                (void) snprintf(site, sizeof site, "%s", symbols_name(&b->syms, s->ipis[i].callsite));
+                (void) snprintf(s->ipis[i].site, sizeof s->ipis[i].site, "%s/%s", site,
+                                symbols_name(&b->syms, s->ipis[i].callback));
+        }
 }
 
 static int read_progs(BpfCollector *b, Sample *s) {

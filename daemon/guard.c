@@ -422,10 +422,11 @@ void guard_set_reserved(Guard *g, const CpuSet *reserved) {
 
 json_t *guard_to_json(const Guard *g) {
         const RtdConfig *c = g->manager->config;
-        json_t *cpus = json_array();
+        json_t *cpus;
 
         if (!c)
                 return json_pack("{s:b, s:b}", "enabled", false, "active", false);      /* unit tests */
+        cpus = json_array();
         CPUSET_FOREACH(cpu, &g->reserved) {
                 const GuardCpu *gc = &g->cpus[cpu];
                 (void) json_array_append_new(cpus, json_pack("{s:i, s:I, s:I, s:I, s:s?, s:i}", "cpu", (int) cpu,
