@@ -200,6 +200,12 @@ def logs_follow_a_growing_50mib_log_to_the_last_byte():
             subprocess.run(["rm", "-rf", d])
 
 
+def under_asan():
+    """Whether the rtd under test was built with AddressSanitizer (its libasan shows in ldd)."""
+    p = subprocess.run(["ldd", os.path.join(os.path.dirname(RTCTL), "../daemon/rtd")], capture_output=True, text=True)
+    return "libasan" in p.stdout
+
+
 def rss_kb(pid):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS:"):
@@ -259,7 +265,10 @@ def output_resumes_at_an_offset():
 
 @test
 def memory_under_250_connections_holding_full_bodies_stays_within_the_documented_bound():
-    """docs/service.md: MaxConnections × (32 KiB + max(MaxRequestBodyBytes, 256 KiB)) at worst."""
+    """docs/service.md: MaxConnections × (48 KiB + max(MaxRequestBodyBytes, 256 KiB)) at worst."""
+    if under_asan():
+        raise Skip("rtd is built with AddressSanitizer: its redzones and quarantine make RSS no measure of "
+                   "rtd's own bound (the plain build checks it)")
     with DataRtd() as rtd:
         before = rss_kb(rtd.pid)
         body = 1048576 - 1024          # just under MaxRequestBodyBytes= (1 MiB), all but the last byte sent
@@ -278,7 +287,7 @@ def memory_under_250_connections_holding_full_bodies_stays_within_the_documented
                 s.close()
         print(f"  rtd RSS {before} kB before, {after} kB with 250 connections each holding a ~1 MiB body "
               f"(+{(after - before) // 1024} MiB)", flush=True)
-        assert after - before < 250 * (32 + 1024) + 16 * 1024, f"RSS grew by {after - before} kB"
+        assert after - before < 250 * (48 + 1024) + 16 * 1024, f"RSS grew by {after - before} kB"
 
 # ---- point 5: data at rest ----
 
