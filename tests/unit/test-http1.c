@@ -97,7 +97,7 @@ static int feed_cut(Http1Parser *p, Got *g, const char *text, size_t len, const 
 
 static int feed_all(Http1Parser *p, Got *g, const char *text, bool eof) {
         size_t used;
-        memset(g, 0, offsetof(Got, stop_after_body));
+        memset(g, 0, sizeof *g);
         return feed_cut(p, g, text, strlen(text), NULL, 0, &used, eof);
 }
 
