@@ -10,7 +10,7 @@ import fcntl
 import json
 import os
 import pwd
-import grp
+import http.client
 import shutil
 import signal
 import socket
@@ -211,6 +211,71 @@ class Rtd:
             cmd += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
         p = run(cmd, user=user, input=body if isinstance(body, (str, bytes)) or body is None else json.dumps(body))
         return parse_http(p.stdout)
+
+
+# ---------------------------------------------------------------- the API as root, and jobs
+FINAL = ("succeeded", "failed", "cancelled", "timed_out", "lost")
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    """http.client over rtd's control socket (Content-Length and chunked replies alike)."""
+
+    def __init__(self, path, timeout=30):
+        super().__init__("rtd", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def api(rtd, method, path, body=None, timeout=30):
+    """One request as root (an admin): (status, parsed JSON, or the raw bytes when not JSON)."""
+    c = UnixHTTP(rtd.socket, timeout)
+    try:
+        c.request(method, path, body=None if body is None else json.dumps(body),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        try:
+            return r.status, json.loads(data)
+        except ValueError:
+            return r.status, data
+    finally:
+        c.close()
+
+
+def job(rtd, jid):
+    st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
+    assert st == 200, (st, j)
+    return j
+
+
+def wait_for(fn, timeout=10, what="condition", interval=0.02):
+    """fn()'s first true value within timeout, else an AssertionError naming what was awaited."""
+    end = time.time() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.time() >= end:
+            raise AssertionError(f"{what} not reached within {timeout}s")
+        time.sleep(interval)
+
+
+def wait_state(rtd, jid, states, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        j = job(rtd, jid)
+        if j["state"] in states:
+            return j
+        time.sleep(0.02)
+    raise AssertionError(f"job {jid} not in {states} within {timeout}s: {job(rtd, jid)}")
+
+
+def wait_final(rtd, jid, timeout=60):
+    return wait_state(rtd, jid, FINAL, timeout)
 
 
 def parse_http(raw):

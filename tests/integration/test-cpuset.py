@@ -7,73 +7,22 @@ and the CPU it last ran on (/proc/PID/stat), found by the RTD_JOB_ID in its envi
 Cancel, timeout and a cancel while rtd does not know the job's pid kill the grandchild too. With the cpuset
 hierarchy hidden from rtd (a mount namespace without it), real-time jobs are refused and an escaped task is
 put back by the job drift check, which the test times. Needs root and 2 CPUs; holds /tmp/rtd-knobs.lock."""
-import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 
-from rtdtest import RTD, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run_tests, test
+from rtdtest import (RTD, Knobs, Rtd, Skip, TestUser, api, job, knob_lock, need_root, run_tests, test, wait_final,
+                     wait_for)
 
 CPU = 1
 GROUP = "rtdcpusetgrp"
 USER = "rtdcpuset-u1"
 BASE_CONF = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n[Jobs]\nKillGraceSec=1\n"
              f"[Access]\nSubmitGroup={GROUP}\nMaxPriority=80\n")
-FINAL = ("succeeded", "failed", "cancelled", "timed_out", "lost")
 V1 = "/sys/fs/cgroup/cpuset"
 V2 = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified") else "/sys/fs/cgroup"
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path, timeout=30):
-        super().__init__("rtd", timeout=timeout)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.path)
-
-
-def api(rtd, method, path, body=None):
-    c = UnixHTTP(rtd.socket)
-    try:
-        c.request(method, path, body=None if body is None else json.dumps(body),
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        return r.status, (json.loads(data) if data[:1] in (b"{", b"[") else data)
-    finally:
-        c.close()
-
-
-def job(rtd, jid):
-    st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
-    assert st == 200, (st, j)
-    return j
-
-
-def wait_final(rtd, jid, timeout=30):
-    end = time.time() + timeout
-    while time.time() < end:
-        j = job(rtd, jid)
-        if j["state"] in FINAL:
-            return j
-        time.sleep(0.05)
-    raise AssertionError(f"job {jid} did not end within {timeout}s: {job(rtd, jid)}")
-
-
-def wait_for(fn, timeout=10, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def cpus_of(text):

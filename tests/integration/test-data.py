@@ -6,7 +6,6 @@ never handed to the owner of a recreated store's job with the same id, a started
 names without control characters and rtctl escaping what it prints. rtd reserves CPU 1 in a private PID
 namespace; holds /tmp/rtd-knobs.lock for the whole run."""
 import hashlib
-import json
 import os
 import pwd
 import socket
@@ -15,7 +14,8 @@ import subprocess
 import tempfile
 import time
 
-from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run, run_tests, test
+from rtdtest import (RTCTL, Knobs, Rtd, Skip, TestUser, api, knob_lock, need_root, run, run_tests, test,
+                     wait_final, wait_state)
 
 CPU = 1
 GROUP = "rtddatagrp"
@@ -55,38 +55,6 @@ class DataRtd:
                 raise AssertionError(f"rtd left global knobs changed: {diff}")
 
 
-def api(rtd, method, path, body=None, timeout=30):
-    """Raw HTTP/1.1 over the socket as root; returns (status, parsed JSON or bytes)."""
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(timeout)
-    s.connect(rtd.socket)
-    data = b"" if body is None else json.dumps(body).encode()
-    s.sendall(f"{method} {path} HTTP/1.1\r\nHost: rtd\r\nConnection: close\r\nContent-Type: application/json\r\n"
-              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
-    raw = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        raw += b
-    s.close()
-    head, _, body = raw.partition(b"\r\n\r\n")
-    status = int(head.split()[1])
-    if b"chunked" in head.lower():
-        out = b""
-        while body:
-            size, _, rest = body.partition(b"\r\n")
-            n = int(size, 16)
-            if n == 0:
-                break
-            out, body = out + rest[:n], rest[n + 2:]
-        body = out
-    try:
-        return status, json.loads(body)
-    except ValueError:
-        return status, body
-
-
 def wait_worker(rtd, timeout=10):
     end = time.time() + timeout
     while time.time() < end:
@@ -96,26 +64,6 @@ def wait_worker(rtd, timeout=10):
             return
         time.sleep(0.05)
     raise AssertionError(f"no worker became ready: {s}")
-
-
-def wait_final(rtd, jid, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
-        if j["state"] in ("succeeded", "failed", "cancelled", "timed_out", "lost"):
-            return j
-        time.sleep(0.1)
-    raise AssertionError(f"job {jid} did not end: {j}")
-
-
-def wait_state(rtd, jid, states, timeout=30):
-    end = time.time() + timeout
-    while time.time() < end:
-        st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
-        if j["state"] in states:
-            return j
-        time.sleep(0.05)
-    raise AssertionError(f"job {jid} never reached {states}: {j}")
 
 
 def as_user(u, *cmd):
@@ -245,7 +193,6 @@ def slow_readers_of_a_1gib_log_cost_a_fixed_buffer():
         assert after - before < 16 * 1024, f"RSS grew by {after - before} kB"
 
 
-
 @test
 def output_resumes_at_an_offset():
     """What rtctl logs -f asks for after a dropped connection: the rest of the file, nothing twice."""
@@ -260,7 +207,6 @@ def output_resumes_at_an_offset():
         for q in ("offset=-1", "offset=x", "offset=99999999999999999999"):
             st, p = api(rtd, "GET", f"/v1/jobs/{jid}/output?{q}")
             assert st == 400 and "offset" in p["detail"], (q, st, p)
-
 
 
 @test

@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 
-from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run, run_tests, test
+from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, job, knob_lock, need_root, run, run_tests, test
 
 CPU = 1
 GROUP = "rtdguardgrp"
@@ -84,12 +84,6 @@ class GuardRtd:
 
 def metrics(rtd):
     st, _, body = rtd.http("GET", "/v1/metrics")
-    assert st == 200, (st, body)
-    return json.loads(body)
-
-
-def job(rtd, jid):
-    st, _, body = rtd.http("GET", f"/v1/jobs/{jid}")
     assert st == 200, (st, body)
     return json.loads(body)
 

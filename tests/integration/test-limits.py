@@ -10,44 +10,17 @@ import json
 import os
 import pwd
 import re
-import socket
 import subprocess
-import tempfile
 import time
-import http.client
 
-from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run, run_tests, test
+from rtdtest import (FINAL, Knobs, Rtd, Skip, TestUser, api, job, knob_lock, need_root, run, run_tests, test, wait_final,
+                     wait_state)
 
 CPU = 1
 GROUP = "rtdlimgrp"
 BASE_CONF = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n[Jobs]\nKillGraceSec=1\n"
              f"[Access]\nSubmitGroup={GROUP}\n")
-FINAL = ("succeeded", "failed", "cancelled", "timed_out", "lost")
 ENV = {"PATH": "/usr/bin:/bin"}
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path, timeout=30):
-        super().__init__("rtd", timeout=timeout)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.path)
-
-
-def api(rtd, method, path, body=None):
-    """As root (an admin)."""
-    c = UnixHTTP(rtd.socket)
-    try:
-        c.request(method, path, body=None if body is None else json.dumps(body),
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        return r.status, (json.loads(data) if data[:1] in (b"{", b"[") else data)
-    finally:
-        c.close()
 
 
 def uapi(rtd, u, method, path, body=None):
@@ -71,26 +44,6 @@ def usubmit(rtd, u, spec, expect=201):
     st, j = uapi(rtd, u, "POST", "/v1/jobs", spec)
     assert st == expect, f"POST {spec} as {u.name} → {st} {j}"
     return j
-
-
-def job(rtd, jid):
-    st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
-    assert st == 200, (st, j)
-    return j
-
-
-def wait_state(rtd, jid, states, timeout=30):
-    end = time.time() + timeout
-    while time.time() < end:
-        j = job(rtd, jid)
-        if j["state"] in states:
-            return j
-        time.sleep(0.02)
-    raise AssertionError(f"job {jid} not in {states} within {timeout}s: {job(rtd, jid)}")
-
-
-def wait_final(rtd, jid, timeout=30):
-    return wait_state(rtd, jid, FINAL, timeout)
 
 
 def output(rtd, jid, stream="stdout"):
@@ -167,7 +120,6 @@ def status_limits(rtd):
     st, s = api(rtd, "GET", "/v1/status")
     assert st == 200, s
     return s["jobs"]["limits"]
-
 
 
 def output_dir(rtd):

@@ -5,64 +5,22 @@ unprivileged user's job whose working directory (or PATH) lies on a FUSE file sy
 (hangfs.py) fails after [Jobs] StartTimeoutSec= naming the step, while later jobs still run on that CPU; a
 job handed ahead to a worker that does not answer is settled in bounded time. Needs root, 2 CPUs and
 /dev/fuse; holds /tmp/rtd-knobs.lock while rtd runs."""
-import json
 import os
 import pwd
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import http.client
 
-from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run, run_tests, test
+from rtdtest import (FINAL, RTCTL, Knobs, Rtd, Skip, TestUser, api, job, knob_lock, need_root, run, run_tests, test,
+                     wait_final)
 
 CPU = 1
 GROUP = "rtdstalltest"
 BASE_CONF = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n[Jobs]\nKillGraceSec=1\n"
              f"[Access]\nSubmitGroup={GROUP}\n")
 HANGFS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hangfs.py")
-FINAL = ("succeeded", "failed", "cancelled", "timed_out", "lost")
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path, timeout=30):
-        super().__init__("rtd", timeout=timeout)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.path)
-
-
-def api(rtd, method, path, body=None):
-    c = UnixHTTP(rtd.socket)
-    try:
-        c.request(method, path, body=None if body is None else json.dumps(body),
-                  headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        return r.status, (json.loads(data) if data[:1] in (b"{", b"[") else data)
-    finally:
-        c.close()
-
-
-def job(rtd, jid):
-    st, j = api(rtd, "GET", f"/v1/jobs/{jid}")
-    assert st == 200, (st, j)
-    return j
-
-
-def wait_final(rtd, jid, timeout=30):
-    end = time.time() + timeout
-    while time.time() < end:
-        j = job(rtd, jid)
-        if j["state"] in FINAL:
-            return j
-        time.sleep(0.02)
-    raise AssertionError(f"job {jid} did not finish within {timeout}s: {job(rtd, jid)}")
 
 
 def uctl(rtd, u, *args):
