@@ -273,6 +273,24 @@ bool job_scope_restart_pending(void) {
         return type && strstr(type, "restart");
 }
 
+bool job_scope_keep_decision(const char *job_type, const char *result, const char *restart) {
+        if (job_type)
+                return strstr(job_type, "restart");     /* "stop" (systemctl stop, shutdown) restores */
+        /* No job: rtd died by itself (a crash, kill -9, the watchdog). Restart= brings it back unless the
+         * start limit is hit; then OnFailure=rtd-restore.service restores. A clean exit is not restarted. */
+        if (!result || streq(result, "success") || !restart)
+                return false;
+        if (streq(restart, "always") || streq(restart, "on-failure"))
+                return true;
+        if (streq(restart, "on-abnormal"))
+                return !streq(result, "exit-code");
+        if (streq(restart, "on-watchdog"))
+                return streq(result, "watchdog");
+        if (streq(restart, "on-abort"))
+                return streq(result, "signal") || streq(result, "core-dump");
+        return false;   /* "no", "on-success" */
+}
+
 bool job_scope_keep_at_stop_post(char **ret_why) {
         _cleanup_(bus_closep) sd_bus *bus = NULL;
         _cleanup_free_ char *unit = NULL, *type = NULL, *restart = NULL;
@@ -281,16 +299,14 @@ bool job_scope_keep_at_stop_post(char **ret_why) {
         *ret_why = NULL;
         if (!result || sd_booted() <= 0 || sd_bus_open_system(&bus) < 0 || own_unit_job(bus, &unit, &type) < 0)
                 return false;
-        if (type)
-                return strstr(type, "restart") &&
-                       asprintf(ret_why, "systemd restarts %s (job %s)", unit, type) >= 0;
-        /* No job: rtd died by itself (a crash, kill -9, the watchdog). Restart= brings it back unless the
-         * start limit is hit; then OnFailure=rtd-restore.service restores. A clean exit is not restarted. */
-        if (streq(result, "success") ||
-            bus_unit_string(bus, unit, "org.freedesktop.systemd1.Service", "Restart", &restart) < 0 ||
-            streq(restart, "no") || streq(restart, "on-success"))
+        if (!type)
+                (void) bus_unit_string(bus, unit, "org.freedesktop.systemd1.Service", "Restart", &restart);
+        if (!job_scope_keep_decision(type, result, restart))
                 return false;
-        return asprintf(ret_why, "%s failed (%s) and Restart=%s starts it again", unit, result, restart) >= 0;
+        if (type ? asprintf(ret_why, "systemd restarts %s (job %s)", unit, type) < 0
+                 : asprintf(ret_why, "%s failed (%s) and Restart=%s starts it again", unit, result, restart) < 0)
+                *ret_why = NULL;
+        return true;
 }
 
 int job_scope_stop_unit(void) {

@@ -36,5 +36,8 @@ bool job_scope_restart_pending(void);
  */
 bool job_scope_keep_at_stop_post(char **ret_why);
 
+/* The pure rule behind it: the unit's pending job type (NULL: none), $SERVICE_RESULT and its Restart=. */
+bool job_scope_keep_decision(const char *job_type, const char *result, const char *restart);
+
 /* Stop JOB_SCOPE_UNIT (every process left in it is killed by systemd): for `rtd --restore`. */
 int job_scope_stop_unit(void);
