@@ -9,10 +9,13 @@
  * workers (and through them the jobs) live there. A scope is systemd's unit for processes started by
  * someone else; it is not stopped with rtd.service, and it goes away by itself once it is empty.
  *
- * A scope needs a process to begin with: rtd forks an anchor that only sleeps. It keeps the scope while
- * rtd runs (with no worker, CPUs=none) and dies with rtd (PR_SET_PDEATHSIG): after rtd is gone only
- * workers and jobs keep the scope, and an idle scope does not linger. The next rtd finds the scope of the
- * jobs still running and puts its own anchor in it.
+ * A scope needs a process to begin with: rtd forks an anchor ("rtd-anchor") that only sleeps, in the
+ * scope's leaf with the workers. It keeps the scope also while no worker or job runs (CPUs=none, or idle
+ * workers that leave on their daemon's EOF) and outlives rtd: were the scope empty for a moment between
+ * two rtds, systemd would collect it while the next rtd adopts it. The next rtd puts its own anchor in
+ * and ends the old one. Nothing else ends an anchor but the scope's stop, so a scope never outlives the
+ * unit: every way out of rtd.service that does not start rtd again stops it (rtd's own stop path,
+ * ExecStopPost= after a stop, rtd-restore.service after a failure for good).
  *
  * Who ends the jobs then: rtd itself on `systemctl stop` (jobs-scope.c), `rtd --restore` (ExecStopPost=
  * after a real stop, and rtd-restore.service, OnFailure= of a unit that failed for good) by stopping the
@@ -82,16 +85,15 @@ static int bus_unit_string(sd_bus *bus, const char *unit, const char *iface, con
 
 /* A child that sleeps until rtd dies. Only async-signal-safe calls after fork(): rtd has threads. */
 static int fork_anchor(pid_t *ret) {
-        pid_t parent = getpid(), pid;
+        pid_t pid;
         sigset_t none;
 
         pid = fork();
         if (pid < 0)
                 return -errno;
         if (pid == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != parent)
-                        _exit(0);
+                (void) prctl(PR_SET_NAME, (unsigned long) "rtd-anchor");
+                (void) setsid();        /* no signal of rtd's process group or terminal reaches it */
                 (void) syscall(SYS_close_range, 0U, ~0U, 0U);   /* no socket or store of rtd's held on */
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
@@ -133,6 +135,25 @@ static void sleep_msec(unsigned ms) {
         struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
+}
+
+/* The anchors of earlier rtds in the workers' leaf: ours is in place, they may go. */
+static void end_old_anchors(const JobScope *s) {
+        _cleanup_free_ char *procs = NULL;
+
+        if (read_full_file_at(s->workers_fd, "cgroup.procs", &procs, NULL) < 0)
+                return;
+        for (char *p = procs, *end; *p; p = end) {
+                _cleanup_free_ char *comm = NULL;
+                long pid = strtol(p, &end, 10);
+                char path[64];
+
+                if (end == p)
+                        break;
+                snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+                if (pid != s->anchor && read_one_line_at(AT_FDCWD, path, &comm) >= 0 && streq(comm, "rtd-anchor"))
+                        (void) kill((pid_t) pid, SIGKILL);
+        }
 }
 
 /* The scope's cgroup as systemd names it, once its start job has run (a few ms; 5 s at most). */
@@ -179,13 +200,25 @@ static int open_scope(int proc_fd, const char *cg, JobScope *s) {
         /* Out of the scope's own cgroup into the leaf: the scope's children (jobs) get controllers only
          * while it holds no process itself. */
         snprintf(pid, sizeof pid, "%d", (int) s->anchor);
-        return write_string_at(s->workers_fd, "cgroup.procs", pid);
+        r = write_string_at(s->workers_fd, "cgroup.procs", pid);
+        if (r >= 0)
+                end_old_anchors(s);
+        return r;
+}
+
+/* Setup failed: our anchor goes (a scope it alone kept goes with it). */
+static void scope_abandon(JobScope *s) {
+        if (s->anchor > 0) {
+                (void) kill(s->anchor, SIGKILL);
+                (void) waitpid(s->anchor, NULL, 0);
+        }
+        job_scope_done(s);
 }
 
 int job_scope_setup(int proc_fd, JobScope *ret, char **ret_why) {
         _cleanup_(bus_closep) sd_bus *bus = NULL;
         _cleanup_free_ char *unit = NULL, *slice = NULL, *cg = NULL;
-        _cleanup_(job_scope_done) JobScope s = { .dir_fd = -EBADF, .workers_fd = -EBADF };
+        _cleanup_(scope_abandon) JobScope s = { .dir_fd = -EBADF, .workers_fd = -EBADF };
         sd_bus_error error = SD_BUS_ERROR_NULL;
         const char *why;
         int r;
@@ -224,11 +257,8 @@ int job_scope_setup(int proc_fd, JobScope *ret, char **ret_why) {
         return 0;
 }
 
+/* The anchor stays (see the top): the next rtd ends it, or the scope's stop does. */
 void job_scope_done(JobScope *s) {
-        if (s->anchor > 0) {
-                (void) kill(s->anchor, SIGKILL);
-                (void) waitpid(s->anchor, NULL, 0);
-        }
         safe_close(s->dir_fd);
         safe_close(s->workers_fd);
         free(s->path);

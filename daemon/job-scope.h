@@ -12,7 +12,7 @@ typedef struct JobScope {
         int dir_fd;             /* the scope's cgroup: the job cgroups' home; -EBADF when not in use */
         int workers_fd;         /* its leaf JOB_SCOPE_WORKERS, which workers join before they pin */
         char *path;             /* /sys/fs/cgroup/... of the scope */
-        pid_t anchor;           /* keeps the scope alive while rtd runs; dies with rtd */
+        pid_t anchor;           /* keeps the scope alive, also between two rtds (job-scope.c) */
         bool adopted;           /* the scope outlived an earlier rtd */
 } JobScope;
 
