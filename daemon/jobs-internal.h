@@ -235,4 +235,4 @@ void job_sweep_cgroups(JobManager *jm);
 /* jobs-scope.c: rtd-jobs.scope as the home of job cgroups and workers; stop or restart */
 void job_scope_adopt_home(JobManager *jm);
 int job_scope_workers_cgroup(JobManager *jm);   /* fd of the scope's workers leaf, or -EBADF */
-pid_t job_scope_find_leader(JobManager *jm, const Job *j, uint64_t *ret_start_usec);
+pid_t job_cgroup_leader(JobManager *jm, const Job *j, uint64_t *ret_start_usec);

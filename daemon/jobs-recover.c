@@ -133,7 +133,7 @@ static void recover_active(JobManager *jm, Job *j) {
         }
         /* Its `started` never reached the store (rtd died right after the fork): its cgroup names it. */
         bool found = false;
-        if (j->pid <= 0 && (j->pid = job_scope_find_leader(jm, j, &j->start_usec)) > 0) {
+        if (j->pid <= 0 && (j->pid = job_cgroup_leader(jm, j, &j->start_usec)) > 0) {
                 log_info("Job %" PRIu64 " started (pid %d) but rtd died before it recorded that; found by its "
                          "cgroup", j->id, (int) j->pid);
                 j->boottime_usec = 0;

@@ -121,7 +121,7 @@ bool job_manager_exit_keeps(JobManager *jm) {
  * The job's own process in its cgroup: the session leader (the job's child calls setsid()). For a job
  * whose `started` never reached the store. Its start time (CLOCK_REALTIME) in *ret_start_usec.
  */
-pid_t job_scope_find_leader(JobManager *jm, const Job *j, uint64_t *ret_start_usec) {
+pid_t job_cgroup_leader(JobManager *jm, const Job *j, uint64_t *ret_start_usec) {
         _cleanup_free_ char *procs = NULL;
         char path[128];
 

@@ -275,7 +275,8 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
 
         log_info("Received %s, shutting down", strsignal((int) si->ssi_signo));
         m->keep_on_exit = job_manager_exit_keeps(m->jobs);
-        (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping: restoring every knob");
+        (void) sd_notify(false, m->keep_on_exit ? "STOPPING=1\nSTATUS=Restarting: jobs and knobs kept for the next rtd"
+                                                : "STOPPING=1\nSTATUS=Stopping: restoring every knob");
         return sd_event_exit(m->event, 0);
 }
 

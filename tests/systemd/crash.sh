@@ -75,6 +75,13 @@ else
         wd1=$(ct journalctl -u rtd.service -b --no-pager -o cat | grep -ci "watchdog timeout")
         check "journal: that kill was a watchdog timeout (timeouts logged: $wd0 before, $wd1 after)" test "$wd1" -gt "$wd0"
 
+        # No job running: idle workers leave with rtd, the anchor keeps the scope until the next rtd's is in.
+        inv0=$(prop InvocationID rtd-jobs.scope)
+        ct systemctl restart rtd.service
+        wait_for 15 rtd_up
+        check "systemctl restart with no job: the same rtd-jobs.scope carries on (InvocationID ${inv0:0:8} -> $(prop InvocationID rtd-jobs.scope | cut -c1-8)), one anchor in it ($(ct pgrep -xc rtd-anchor))" \
+                eval '[ -n "$inv0" ] && [ "$(prop InvocationID rtd-jobs.scope)" = "$inv0" ] && [ "$(ct pgrep -xc rtd-anchor)" = 1 ]'
+
         # A stop is not a restart: the running job is cancelled, the knobs restored (section 11 checks the
         # knobs again with a job whose grandchild left its session).
         id=$(crash_job)
@@ -84,6 +91,8 @@ else
         check "systemctl stop: job $id's process (pid $jpid) is gone" eval '[ -n "$jpid" ] && ! ct test -d /proc/$jpid'
         d=$(knob_diff "$WORKDIR/host-knobs.before")
         check "systemctl stop: every host knob restored${d:+: $(echo "$d" | tr '\t\n' ' ;')}" test -z "$d"
+        check "systemctl stop: rtd-jobs.scope is gone, no anchor or worker left ($(prop ActiveState rtd-jobs.scope))" \
+                wait_for 15 eval '[ "$(prop ActiveState rtd-jobs.scope)" != active ] && ! ct pgrep -x "rtd-anchor|rtd-worker" >/dev/null'
         ct systemctl start rtd.service
         check "systemctl stop: job $id was recorded cancelled (state $(job_field "$id" state), reason '$(job_field "$id" reason)')" \
                 eval '[ "$(job_field "$id" state)" = cancelled ]'
