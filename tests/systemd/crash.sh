@@ -40,6 +40,8 @@ survive() {
         state=$(job_field "$id" state) st=$(ct rtctl --json status 2>/dev/null)
         check "$what: job $id kept running and was re-adopted (state $state, adopted $(job_field "$id" adopted))" \
                 eval '[ "$state" = running ] && [ "$(job_field "$id" adopted)" = true ]'
+        check "$what: the new rtd adopted rtd-jobs.scope (status jobs.scope: $(echo "$st" | jfield '["jobs"]["scope"]'))" \
+                eval '[ "$(echo "$st" | jfield "[\"jobs\"][\"scope\"][\"adopted\"]")" = true ]'
         mode=$(echo "$st" | jfield '["reservation"]["start"]["mode"]')
         writes=$(echo "$st" | jfield '["reservation"]["start"]["knob_writes"]')
         moved=$(echo "$st" | jfield '["reservation"]["start"]["tasks_moved"]')
