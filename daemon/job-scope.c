@@ -151,8 +151,9 @@ static void end_old_anchors(const JobScope *s) {
                 if (end == p)
                         break;
                 snprintf(path, sizeof path, "/proc/%ld/comm", pid);
-                if (pid != s->anchor && read_one_line_at(AT_FDCWD, path, &comm) >= 0 && streq(comm, "rtd-anchor"))
-                        (void) kill((pid_t) pid, SIGKILL);
+                if (pid != s->anchor && read_one_line_at(AT_FDCWD, path, &comm) >= 0 && streq(comm, "rtd-anchor") &&
+                    kill((pid_t) pid, SIGKILL) == 0)
+                        (void) waitpid((pid_t) pid, NULL, 0);   /* ours after a re-exec; ECHILD otherwise */
         }
 }
 
