@@ -239,7 +239,7 @@ int job_scope_setup(int proc_fd, JobScope *ret, char **ret_why) {
 
         r = start_scope(bus, slice, s.anchor, &error);
         if (r < 0 && sd_bus_error_has_name(&error, "org.freedesktop.systemd1.UnitExists")) {
-                s.adopted = true;       /* jobs of an earlier rtd keep it */
+                s.adopted = true;       /* an earlier rtd's anchor (and its jobs) kept it */
                 r = 0;
         }
         why = r < 0 ? (error.message ?: strerror(-r)) : NULL;
