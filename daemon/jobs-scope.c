@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,11 +119,16 @@ bool job_manager_exit_keeps(JobManager *jm) {
 }
 
 /*
- * The job's own process in its cgroup: the session leader (the job's child calls setsid()). For a job
- * whose `started` never reached the store. Its start time (CLOCK_REALTIME) in *ret_start_usec.
+ * The job's own process in its cgroup, for a job whose `started` never reached the store: the oldest
+ * session leader there (the job's child calls setsid(); a descendant may too, but it started later, or in
+ * the same clock tick with a higher pid unless pids wrapped). Should a job fool this, it only hurts
+ * itself: rtd ends it (lost) when the process it took for the job ends. Its start time (CLOCK_REALTIME)
+ * in *ret_start_usec.
  */
 pid_t job_cgroup_leader(JobManager *jm, const Job *j, uint64_t *ret_start_usec) {
         _cleanup_free_ char *procs = NULL;
+        unsigned long long best_start = ULLONG_MAX;
+        pid_t best = 0;
         char path[128];
 
         if (!j->cgroup || jm->cgroups.dir_fd < 0)
@@ -144,10 +150,16 @@ pid_t job_cgroup_leader(JobManager *jm, const Job *j, uint64_t *ret_start_usec) 
                     sscanf(s + 2, "%*c %*d %*d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
                            &session, &start) != 2 || session != pid)
                         continue;
-                /* starttime counts clock ticks since boot (CLOCK_BOOTTIME). */
-                uint64_t boot = now_usec(CLOCK_BOOTTIME), at = start * 1000000ULL / (uint64_t) sysconf(_SC_CLK_TCK);
-                *ret_start_usec = now_usec(CLOCK_REALTIME) - MIN(boot - MIN(boot, at), now_usec(CLOCK_REALTIME));
-                return (pid_t) pid;
+                if (start < best_start || (start == best_start && pid < best)) {
+                        best_start = start;
+                        best = (pid_t) pid;
+                }
         }
-        return 0;
+        if (best > 0) {
+                /* starttime counts clock ticks since boot (CLOCK_BOOTTIME). */
+                uint64_t boot = now_usec(CLOCK_BOOTTIME), rt = now_usec(CLOCK_REALTIME),
+                         at = best_start * 1000000ULL / (uint64_t) sysconf(_SC_CLK_TCK);
+                *ret_start_usec = rt - MIN(boot - MIN(boot, at), rt);
+        }
+        return best;
 }
