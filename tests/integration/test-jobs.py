@@ -598,8 +598,9 @@ def running_job_readopted_after_crash():
         assert rtd.ctl("submit", "--wait", "--", "/bin/true").returncode == 0
 
         # A job whose `started` never reached the store (rtd died right after the fork): the store says
-        # "starting" without a pid; its cgroup names its process, which is re-adopted and finished.
-        j = submit(rtd, {"argv": ["/bin/sh", "-c", "sleep 2; echo late; exit 3"]})
+        # "starting" without a pid; its cgroup names its process, which is re-adopted and finished. The job
+        # also starts a session of its own in its cgroup: the job is still told from that descendant.
+        j = submit(rtd, {"argv": ["/bin/sh", "-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & sleep 4; echo late; exit 3"]})
         end = time.time() + 10
         while job(rtd, j["id"])["state"] != "running" and time.time() < end:
             time.sleep(0.05)
