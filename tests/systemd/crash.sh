@@ -90,7 +90,7 @@ else
         wait_for 15 eval '[ "$(job_field "$id" state)" = running ]'
         jpid=$(job_field "$id" pid)
         ct systemctl stop rtd.service
-        check "systemctl stop: job $id's process (pid $jpid) is gone" eval '[ -n "$jpid" ] && ! ct test -d /proc/$jpid'
+        check "systemctl stop: job $id's process (pid $jpid) is gone" eval '[[ "$jpid" =~ ^[0-9]+$ ]] && ! ct test -d /proc/$jpid'
         d=$(knob_diff "$WORKDIR/host-knobs.before")
         check "systemctl stop: every host knob restored${d:+: $(echo "$d" | tr '\t\n' ' ;')}" test -z "$d"
         check "systemctl stop: rtd-jobs.scope is gone, no anchor or worker left ($(prop ActiveState rtd-jobs.scope))" \
@@ -118,7 +118,7 @@ else
         check "after the unit failed for good every host knob is restored${d:+: $(echo "$d" | tr '\t\n' ' ;')}" test -z "$d"
         check "tasks got CPU 1 back ($BACKEND backend)" given_back
         check "the orphaned job (pid $jpid) was ended with rtd-jobs.scope" \
-                wait_for 15 eval '[ -n "$jpid" ] && ! ct test -d /proc/$jpid'
+                wait_for 15 eval '[[ "$jpid" =~ ^[0-9]+$ ]] && ! ct test -d /proc/$jpid'
         check "no restore journal left in /run/rtd" eval '! ct sh -c "ls /run/rtd/*.json" >/dev/null 2>&1'
         ct rm -f "$CONFDIR/rtd.conf.d/60-broken.conf"
         ct systemctl reset-failed rtd.service rtd.socket rtd-metrics.socket rtd-restore.service
