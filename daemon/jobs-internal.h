@@ -9,6 +9,7 @@
 #include "job-cgroup.h"
 #include "job-cpuset.h"
 #include "job-limits.h"
+#include "job-scope.h"
 #include "jobs.h"
 #include "shared/macro.h"
 #include "worker.h"
@@ -103,6 +104,7 @@ struct JobManager {
         int output_fd;                  /* output/<store instance id>/ */
         char boot_id[40];               /* this boot's /proc/sys/kernel/random/boot_id */
         JobCgroups cgroups;
+        JobScope scope;                 /* rtd-jobs.scope under systemd: job cgroups' and workers' home */
         JobLimits limits;
         PendingWrite *pending_writes;   /* store writes that failed, tried again every second */
         unsigned n_pending_writes;
@@ -229,3 +231,8 @@ int job_manager_recover(JobManager *jm);
 /* Output files of an rtd before output/<instance>/ that belong to this store's jobs move in there. */
 void job_output_adopt_legacy(JobManager *jm, int legacy_fd);
 void job_sweep_cgroups(JobManager *jm);
+
+/* jobs-scope.c: rtd-jobs.scope as the home of job cgroups and workers; stop or restart */
+void job_scope_adopt_home(JobManager *jm);
+int job_scope_workers_cgroup(JobManager *jm);   /* fd of the scope's workers leaf, or -EBADF */
+pid_t job_cgroup_leader(JobManager *jm, const Job *j, uint64_t *ret_start_usec);

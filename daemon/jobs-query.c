@@ -128,6 +128,10 @@ json_t *job_manager_to_json(JobManager *jm) {
                 if (jm->cpusets.mode == CPU_ENFORCE_V1)
                         json_object_set_new(o, "cpuset_path", json_string(jm->cpusets.v1_path));
                 json_object_set_new(o, "tasks_put_back", json_integer((json_int_t) jm->tasks_put_back));
+                /* Where workers and jobs live under systemd, and whether it outlived an earlier rtd. */
+                if (jm->scope.dir_fd >= 0)
+                        json_object_set_new(o, "scope", json_pack("{s:s,s:b}", "unit", JOB_SCOPE_UNIT, "adopted",
+                                                                  jm->scope.adopted));
                 json_t *states = json_object();
                 for (int s = 0; s < _JOB_STATE_MAX; s++)
                         json_object_set_new(states, job_state_to_string(s), json_integer(c.by_state[s]));

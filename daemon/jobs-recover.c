@@ -131,6 +131,14 @@ static void recover_active(JobManager *jm, Job *j) {
                 finish_from_exit_file(jm, j, &e);
                 return;
         }
+        /* Its `started` never reached the store (rtd died right after the fork): its cgroup names it. */
+        bool found = false;
+        if (j->pid <= 0 && (j->pid = job_cgroup_leader(jm, j, &j->start_usec)) > 0) {
+                log_info("Job %" PRIu64 " started (pid %d) but rtd died before it recorded that; found by its "
+                         "cgroup", j->id, (int) j->pid);
+                j->boottime_usec = 0;
+                found = true;
+        }
         if (j->pid > 0 && same_process(jm, j->pid, j->boottime_usec)) {
                 j->pidfd = (int) syscall(SYS_pidfd_open, j->pid, 0);
                 if (j->pidfd >= 0 && sd_event_add_io(jm->manager->event, &j->pidfd_src, j->pidfd, EPOLLIN,
@@ -142,6 +150,8 @@ static void recover_active(JobManager *jm, Job *j) {
                         log_info("Re-adopted job %" PRIu64 " (pid %d) on CPUs held since before the restart", j->id,
                                  (int) j->pid);
                         job_drift_arm(jm);
+                        if (found)
+                                (void) job_persist(jm, j, false);
                         return;
                 }
         }

@@ -205,7 +205,8 @@ static void slot_spawn(JobManager *jm, unsigned cpu) {
                 .path = jm->worker_path,
                 .priority = jm->manager->config->worker_priority,
                 .output_dir_fd = jm->output_fd,
-                .spawn_cgroup_fd = jm->reserved_cgroup_fd,
+                .spawn_cgroup_fd = jm->reserved_cgroup_fd >= 0 ? jm->reserved_cgroup_fd
+                                                                : job_scope_workers_cgroup(jm),
         };
         int r;
 

@@ -952,6 +952,7 @@ int job_manager_new(Manager *m, JobManager **ret) {
         jm->manager = m;
         jm->output_fd = -EBADF;
         jm->cgroups.dir_fd = -EBADF;
+        jm->scope = (JobScope){ .dir_fd = -EBADF, .workers_fd = -EBADF };
         jm->limits = (JobLimits){ .v1_pids_fd = -EBADF, .v1_memory_fd = -EBADF };
         jm->own_cgroup_fd = -EBADF;
         jm->reserved_cgroup_fd = -EBADF;
@@ -994,6 +995,7 @@ int job_manager_new(Manager *m, JobManager **ret) {
 
         snprintf(probe, sizeof probe, "rtd-%s-probe", store_instance_id(jm->store));
         job_cgroups_setup(m->proc_fd, probe, &jm->cgroups);
+        job_scope_adopt_home(jm);
         job_limits_setup(m->proc_fd, m->sys_fd, store_instance_id(jm->store), &jm->limits);
         if (jm->cgroups.reason)
                 log_info("Job cgroups: %s", jm->cgroups.reason);
@@ -1066,6 +1068,7 @@ JobManager *job_manager_free(JobManager *jm) {
         job_store_done(jm);
         store_free(jm->store);
         job_cgroups_done(&jm->cgroups);
+        job_scope_done(&jm->scope);
         job_cpusets_done(&jm->cpusets);
         job_limits_done(&jm->limits);
         safe_close(jm->own_cgroup_fd);

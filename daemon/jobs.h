@@ -34,6 +34,9 @@ JobState job_state_from_string(const char *s);
 int job_manager_new(Manager *m, JobManager **ret);
 /* The reserved CPUs changed: start workers on new ones, stop idle workers on removed ones. */
 int job_manager_set_cpus(JobManager *j, const CpuSet *reserved);
+/* On SIGTERM: true when systemd restarts rtd (jobs and reservation stay for the next rtd); otherwise the jobs
+ * in rtd-jobs.scope are cancelled (jobs-scope.c). */
+bool job_manager_exit_keeps(JobManager *jm);
 /* Whether any of cpus runs a job now; and cancel those jobs (forced release). */
 bool job_manager_cpus_busy(JobManager *j, const CpuSet *cpus);
 int job_manager_cancel_on_cpus(JobManager *j, const CpuSet *cpus, const char *reason);

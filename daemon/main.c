@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "config.h"
+#include "job-scope.h"
 #include "manager.h"
 #include "reserve.h"
 #include "shared/log.h"
@@ -116,6 +117,17 @@ static int do_restore(const Args *a, const RtdConfig *c) {
         run_fd = open(c->runtime_directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (proc_fd < 0 || sys_fd < 0)
                 return log_error_errno(errno, "Failed to open %s or %s: %m", proc, sys);
+        /* As ExecStopPost= between a restart's stop and start: the next rtd adopts journal and jobs as they
+         * are (job-scope.c says when). */
+        _cleanup_free_ char *why = NULL;
+        if (job_scope_keep_at_stop_post(&why)) {
+                log_info("%s: knobs and running jobs are kept for the next rtd", strempty(why));
+                return 0;
+        }
+        /* Jobs an rtd left behind end with it (a stop, or a unit that failed for good). */
+        r = job_scope_stop_unit();
+        if (r < 0)
+                log_warning_errno(r, "Failed to stop " JOB_SCOPE_UNIT ", ignoring: %m");
         if (run_fd < 0) {
                 log_info("No runtime directory %s: nothing to restore", c->runtime_directory);
                 return 0;
@@ -166,6 +178,12 @@ int main(int argc, char **argv) {
                 return r < 0 ? 2 : 0;
 
         r = load_config(&a, &config);
+        if (r < 0 && a.restore && (config = config_new())) {
+                /* A broken configuration is often why rtd keeps failing: the knobs are put back all the same,
+                 * from the default RuntimeDirectory=. */
+                log_warning("Restoring from %s, the default runtime directory", config->runtime_directory);
+                r = 0;
+        }
         if (r < 0)
                 return 1;
         log_set_max_level(config->log_level);

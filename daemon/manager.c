@@ -274,7 +274,9 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         Manager *m = userdata;
 
         log_info("Received %s, shutting down", strsignal((int) si->ssi_signo));
-        (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping: restoring every knob");
+        m->keep_on_exit = job_manager_exit_keeps(m->jobs);
+        (void) sd_notify(false, m->keep_on_exit ? "STOPPING=1\nSTATUS=Restarting: jobs and knobs kept for the next rtd"
+                                                : "STOPPING=1\nSTATUS=Stopping: restoring every knob");
         return sd_event_exit(m->event, 0);
 }
 
@@ -395,7 +397,8 @@ Manager *manager_free(Manager *m) {
                 (void) unlink(m->config->socket_path);
         m->control = http_free(m->control);
         m->jobs = job_manager_free(m->jobs);
-        if (m->reservation) {
+        /* A restart keeps the knobs as they are: the next rtd adopts the restore journal (no blip). */
+        if (m->reservation && !m->keep_on_exit) {
                 int r = reservation_release(m->reservation);
                 if (r < 0)
                         log_error_errno(r, "Failed to restore some knobs; the restore journal in %s is kept for "

@@ -37,6 +37,7 @@ typedef struct Manager {
         uint64_t start_realtime_usec;
         bool reloading;
         bool socket_activated;
+        bool keep_on_exit;              /* SIGTERM of a systemd restart: leave knobs and jobs to the next rtd */
 } Manager;
 
 /* Takes ownership of config (reload replaces it). */

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 
-from rtdtest import BUILD, RTCTL, RTD, Knobs, Rtd, TestUser, knob_lock, need_root, run, run_tests, test
+from rtdtest import BUILD, RTCTL, RTD, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run, run_tests, test
 
 CPU = 1
 GROUP = "rtdjobtest"
@@ -596,6 +596,35 @@ def running_job_readopted_after_crash():
         assert output(rtd, j["id"]) == "done\n"
         # The CPU is free again afterwards.
         assert rtd.ctl("submit", "--wait", "--", "/bin/true").returncode == 0
+
+        # A job whose `started` never reached the store (rtd died right after the fork): the store says
+        # "starting" without a pid; its cgroup names its process, which is re-adopted and finished. The job
+        # also starts a session of its own in its cgroup: the job is still told from that descendant.
+        j = submit(rtd, {"argv": ["/bin/sh", "-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & sleep 4; echo late; exit 3"]})
+        end = time.time() + 10
+        while job(rtd, j["id"])["state"] != "running" and time.time() < end:
+            time.sleep(0.05)
+        if not job(rtd, j["id"]).get("cgroup"):
+            raise Skip("no job cgroups here: the pid of a job whose start was not recorded is not found")
+        pid_before = job(rtd, j["id"])["pid"]
+        os.kill(rtd_pid(p := procs[-1]), signal.SIGKILL)
+        p.wait(10)
+        import sqlite3
+        db = sqlite3.connect(os.path.join(rtd.dir, "state", "jobs.db"))
+        data = json.loads(db.execute("SELECT data FROM jobs WHERE id = ?", (j["id"],)).fetchone()[0])
+        for k in ("pid", "boottime_usec", "start_usec"):
+            data.pop(k, None)
+        data["state"] = "starting"
+        db.execute("UPDATE jobs SET state = 'starting', data = ? WHERE id = ?", (json.dumps(data), j["id"]))
+        db.commit()
+        db.close()
+        start()
+        j2 = job(rtd, j["id"])
+        assert j2["state"] == "running" and j2.get("adopted") and j2["pid"] == pid_before, (j2, pid_before)
+        assert "found by its cgroup" in rtd.read_log()
+        j2 = wait_final(rtd, j["id"], timeout=20)
+        assert j2["state"] == "failed" and j2["exit_code"] == 3 and j2.get("adopted"), j2
+        assert output(rtd, j["id"]) == "late\n"
     finally:
         for p in procs:
             if p.poll() is None:

@@ -435,6 +435,9 @@ else
         bad "rtd is not running (MainPID '$pid'): cannot test the watchdog"
 fi
 
+# ---------------------------------------------------------------- 10b. jobs outlive rtd: tests/systemd/crash.sh
+. "$SRC/tests/systemd/crash.sh"
+
 # ---------------------------------------------------------------- 11. stop restores every knob
 # A running job of alice's whose grandchild left its session and parent (setsid, double fork): a stop of
 # rtd kills it with the rest of the unit's cgroup (issue 11 point 2), not only the job's process group.

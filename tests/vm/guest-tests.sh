@@ -431,6 +431,9 @@ fi
 sleep 2
 check_clean "systemd: after stop (kernel)"
 
+# Issue 13 point 2: jobs outlive rtd (guest-crash.sh).
+. "$PAY/guest-crash.sh"
+
 # ------------------------------------------------------------------------------------------------
 sec "rtd, Backend=cgroup (direct)"
 if start_rtd cgroup direct "$CONF_COMMON

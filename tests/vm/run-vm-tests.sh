@@ -76,6 +76,7 @@ for b in daemon/rtd:$SBINDIR daemon/rtd-worker:$LIBEXECDIR/rtd client/rtctl:$BIN
         if [ -x "$f" ]; then mkdir -p "$d"; cp -f "$f" "$d/"; else log "not built: $f"; fi
 done
 install -m 0755 "$HERE/guest-tests.sh" "$PAY/guest-entry.sh"
+install -m 0644 "$HERE/guest-crash.sh" "$PAY/guest-crash.sh"
 cat >"$PAY/env" <<EOF
 RTD_BIN=$SBINDIR/rtd
 RTCTL_BIN=$BINDIR/rtctl
