@@ -37,6 +37,9 @@ typedef struct Manager {
         uint64_t start_realtime_usec;
         bool reloading;
         bool socket_activated;
+        int control_listen_fd;          /* borrowed (the Http's gate owns them), for a re-exec; -EBADF if none */
+        int metrics_listen_fd;
+        bool handing_over;              /* re-exec: manager_free() leaves knobs, journal and socket file */
 } Manager;
 
 /* Takes ownership of config (reload replaces it). */
