@@ -247,6 +247,8 @@ int reexec_request(Manager *m, char **ret_reason) {
         *ret_reason = NULL;
         if (st.pending)
                 return asprintf(ret_reason, "a re-exec is already under way") < 0 ? -ENOMEM : -EBUSY;
+        /* The loop waits for the check (at most CHECK_TIMEOUT_USEC): start it with a fresh watchdog period. */
+        (void) sd_notify(false, "WATCHDOG=1");
         r = check_binary(ret_reason);
         if (r < 0) {
                 if (*ret_reason)
