@@ -11,6 +11,7 @@ import importlib
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -175,6 +176,14 @@ def reexec_is_for_admins_and_takes_no_body():
         assert st == 400 and "takes no body" in json.loads(body)["detail"], (st, body)
         s = x.status()
         assert s["reexec"]["count"] == 0 and s["reexec"]["failures"] == 0, s["reexec"]
+        # What the unit documents for an admin without rtctl: SIGUSR2 to the main process.
+        x.rtd.signal(signal.SIGUSR2)
+        end = time.time() + 20
+        while x.status()["reexec"]["count"] == 0 and time.time() < end:
+            time.sleep(0.1)
+        s2 = x.status()
+        assert s2["reexec"]["count"] == 1 and s2["pid"] == s["pid"], (s["pid"], s2["pid"], s2["reexec"])
+        assert s2["reservation"]["start"]["mode"] == "adopted" and s2["reservation"]["start"]["knob_writes"] == 0
 
 
 def refused(x, expect, pid):
