@@ -110,6 +110,19 @@ def tasks_affinity(pid):
     return out
 
 
+def zombies_of(pid):
+    out = []
+    for t in os.listdir("/proc"):
+        try:
+            stat = open(f"/proc/{t}/stat").read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] == "Z" and int(fields[1]) == pid:
+            out.append(stat)
+    return out
+
+
 @test
 def reexec_keeps_running_and_queued_jobs_and_writes_no_knob():
     with ReexecRtd() as x:
@@ -240,6 +253,9 @@ def bad_binaries_are_refused_and_the_old_rtd_runs_on():
             fds.append(sorted(os.readlink(f"/proc/{rtd.pid}/fd/{f}").split(":")[0]
                               for f in os.listdir(f"/proc/{rtd.pid}/fd")))
         assert fds[0] == fds[1], fds
+        # The workers of the earlier images (still children of this pid) were reaped: no zombie stays.
+        time.sleep(1)
+        assert not zombies_of(rtd.pid), zombies_of(rtd.pid)
 
 
 @test
