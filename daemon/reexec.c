@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "manager.h"
 #include "reexec.h"
 #include "shared/fileio.h"
@@ -36,7 +37,7 @@
 #include "store.h"
 
 #define CHECK_TIMEOUT_USEC (5 * 1000000ULL)     /* well within WatchdogSec=10s: the loop waits for the check */
-#define HANDOVER_DELAY_USEC (200 * 1000ULL)     /* lets the 202 answer leave before the sockets close */
+#define HANDOVER_DELAY_USEC (200 * 1000ULL)     /* lets answers under way (the 202) leave before the hand-over */
 #define FD_HIGH 64                              /* parking place while fds 3 and 4 are filled */
 
 static struct {
@@ -266,6 +267,10 @@ int reexec_request(Manager *m, char **ret_reason) {
                 return r;
         }
         st.pending = true;
+        /* From now on a new connection waits in the backlog for the new image instead of being accepted here
+         * and closed unanswered at the hand-over; those open now (this one's 202 among them) are answered. */
+        http_stop_accepting(m->control);
+        http_stop_accepting(m->metrics_http);
         log_notice("Re-executing %s: it passed --check-upgrade; running jobs and the reservation stay",
                    st.binary);
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Re-executing %s",
