@@ -117,7 +117,7 @@ static void note_failure(const char *reason) {
         log_error("Not re-executing: %s. The running rtd carries on unchanged.", reason);
 }
 
-/* A child's output as one line for the reason: its lines joined with "; ", bounded. */
+/* A child's output as one line for the reason: its lines joined with ';', bounded. */
 static const char *one_line(char *out) {
         size_t n = strlen(out);
 
