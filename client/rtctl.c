@@ -30,6 +30,7 @@ static const Verb verbs[] = {
         { "release", verb_release, "give every reserved CPU back (admins): release [--force]" },
         { "plan", verb_plan, "print what reserving would change, changing nothing: plan [CPULIST]" },
         { "metrics", verb_metrics, "per-CPU scheduling metrics summary" },
+        { "reexec", verb_reexec, "re-execute rtd in place, jobs and reservation kept (admins)" },
         { "top", verb_top, "live view of the reserved CPUs (q quits)" },
         {},
 };

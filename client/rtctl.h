@@ -78,6 +78,7 @@ int verb_cancel(Ctl *c, int argc, char **argv);
 int verb_wait(Ctl *c, int argc, char **argv);
 int verb_logs(Ctl *c, int argc, char **argv);
 int verb_reserve(Ctl *c, int argc, char **argv);        /* verb-reserve.c */
+int verb_reexec(Ctl *c, int argc, char **argv);         /* verb-daemon.c */
 int verb_release(Ctl *c, int argc, char **argv);
 int verb_plan(Ctl *c, int argc, char **argv);
 int verb_metrics(Ctl *c, int argc, char **argv);        /* verb-metrics.c */

@@ -114,10 +114,11 @@ static int wait_for_job(Ctl *c, uint64_t id, bool quiet, json_t **ret_job) {
         for (;;) {
                 CtlResponse resp;
                 r = ctl_events(c, path, on_job_event, &w, &resp);
+                long status = resp.status;      /* ctl_response_done() zeroes it */
                 ctl_response_done(&resp);
                 if (w.final)
                         break;
-                if (r == 0 && resp.status != 200) {
+                if (r == 0 && status != 200) {
                         /* 404/403: let the GET below print the daemon's explanation. */
                         break;
                 }

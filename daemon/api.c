@@ -9,6 +9,7 @@
 #include "jobs.h"
 #include "manager.h"
 #include "metrics.h"
+#include "reexec.h"
 #include "reserve.h"
 #include "shared/log.h"
 #include "topology.h"
@@ -19,6 +20,7 @@ static const Route *const route_tables[] = {
         api_output_routes,
         api_reserve_routes,
         api_metrics_routes,
+        api_daemon_routes,
 };
 
 static bool pattern_matches(const char *pattern, const char *const *segments, size_t n) {
@@ -108,7 +110,7 @@ static int get_status(Request *req, Response *resp) {
         manager_reserved_cpus(m, &reserved);
         manager_housekeeping_cpus(m, &housekeeping);
         j = json_pack("{s:s, s:I, s:I, s:I, s:{s:o, s:i, s:i, s:i, s:i, s:b}, s:{s:s, s:i, s:s},"
-                      " s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                      " s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
                       "version", RTD_VERSION,
                       "pid", (json_int_t) getpid(),
                       "uptime_sec", (json_int_t) ((now_usec(CLOCK_MONOTONIC) - m->start_usec) / 1000000),
@@ -124,6 +126,7 @@ static int get_status(Request *req, Response *resp) {
                       "jobs", job_manager_to_json(m->jobs),
                       "metrics", metrics_to_json(m->metrics),
                       "socket_activated", json_boolean(m->socket_activated),
+                      "reexec", reexec_to_json(),
                       "config", json_pack("{s:s, s:s, s:s, s:s}", "path",
                                           m->config_path ?: RTD_SYSCONFDIR "/rtd/rtd.conf", "socket",
                                           m->config->socket_path, "metrics_listen",

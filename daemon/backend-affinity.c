@@ -181,11 +181,15 @@ static int list_procs(int proc_fd, pid_t own_pid, uint64_t deadline_usec, Proc *
                         procs[i].own = true;
                         continue;
                 }
-                for (unsigned depth = 0; p > 1 && depth < 256; depth++) {
+                /* p == own_pid before p > 1: rtd may be PID 1 of its namespace, and after a re-exec its
+                 * workers with their running jobs are already there when the reservation is adopted. */
+                for (unsigned depth = 0; p > 0 && depth < 256; depth++) {
                         if (p == own_pid) {
                                 procs[i].own = true;
                                 break;
                         }
+                        if (p == 1)
+                                break;
                         Proc *up = proc_find(procs, n, p);
                         if (!up)
                                 break;

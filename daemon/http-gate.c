@@ -414,6 +414,13 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         return sd_event_source_set_enabled(g->accept_io, SD_EVENT_ON);
 }
 
+void http_gate_stop_accepting(HttpGate *g) {
+        if (!g)
+                return;
+        (void) sd_event_source_set_enabled(g->retry, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(g->accept_io, SD_EVENT_OFF);
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         HttpGate *g = userdata;
 

@@ -21,6 +21,8 @@ typedef void (*GateKick)(void *userdata);
 /* Takes fd (the listening socket) on success. */
 int http_gate_new(Manager *m, int fd, bool tcp, struct MHD_Daemon *daemon, GateKick kick, void *userdata,
                   HttpGate **ret);
+/* Leave new connections in the listening socket's backlog (a re-exec hands it on); open ones go on. */
+void http_gate_stop_accepting(HttpGate *g);
 /* Closes pending connections and the listening socket; call after MHD_stop_daemon(). */
 HttpGate *http_gate_free(HttpGate *g);
 

@@ -622,6 +622,11 @@ fail:
         return r;
 }
 
+void http_stop_accepting(Http *h) {
+        if (h)
+                http_gate_stop_accepting(h->gate);
+}
+
 Http *http_free(Http *h) {
         if (!h)
                 return NULL;

@@ -106,4 +106,6 @@ const char *http_status_title(int status);
 
 /* Listeners. fd is a listening socket (AF_UNIX control or TCP read-only). */
 int http_new(Manager *m, int fd, bool read_only, Http **ret);
+/* New connections wait in the backlog from now on (for the next image after a re-exec); open ones are served. */
+void http_stop_accepting(Http *h);
 Http *http_free(Http *h);

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "job-scope.h"
 #include "manager.h"
+#include "reexec.h"
 #include "reserve.h"
 #include "shared/log.h"
 
@@ -28,6 +29,9 @@ static void help(void) {
                "                        then PATH.d/*.conf in lexical order)\n"
                "      --check-config    validate the configuration, print the effective one, exit 0 or 1;\n"
                "                        changes nothing\n"
+               "      --check-upgrade   what a running rtd asks of a binary before it re-executes it:\n"
+               "                        validate the configuration and that the job store's schema is\n"
+               "                        one this binary can open; changes nothing, exit 0 or 1\n"
                "      --restore         put back every knob recorded in the restore journal of a stopped\n"
                "                        or crashed rtd, then exit (for ExecStopPost=)\n"
                "      --root=DIR        read proc/ and sys/ under DIR instead of / (tests)\n"
@@ -36,17 +40,19 @@ static void help(void) {
                "      --version         show the version\n"
                "\n"
                "Signals: SIGTERM/SIGINT stop cleanly (every knob restored), SIGHUP reloads the configuration\n"
-               "(an invalid one is rejected and the running one kept).\n",
+               "(an invalid one is rejected and the running one kept), SIGUSR2 re-executes rtd in place (as\n"
+               "`rtctl reexec` does): running jobs and the reservation stay.\n",
                RTD_SYSCONFDIR);
 }
 
-enum { ARG_CHECK = 0x100, ARG_RESTORE, ARG_ROOT, ARG_VERSION, ARG_LOG_LEVEL };
+enum { ARG_CHECK = 0x100, ARG_CHECK_UPGRADE, ARG_RESTORE, ARG_ROOT, ARG_VERSION, ARG_LOG_LEVEL };
 
 typedef struct Args {
         const char *config;
         const char *root;
         const char *log_level;
         bool check;
+        bool check_upgrade;
         bool restore;
 } Args;
 
@@ -54,6 +60,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         static const struct option opts[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "check-config", no_argument, NULL, ARG_CHECK },
+                { "check-upgrade", no_argument, NULL, ARG_CHECK_UPGRADE },
                 { "restore", no_argument, NULL, ARG_RESTORE },
                 { "root", required_argument, NULL, ARG_ROOT },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
@@ -67,6 +74,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 switch (c) {
                 case 'c': a->config = optarg; break;
                 case ARG_CHECK: a->check = true; break;
+                case ARG_CHECK_UPGRADE: a->check_upgrade = true; break;
                 case ARG_RESTORE: a->restore = true; break;
                 case ARG_ROOT: a->root = optarg; break;
                 case ARG_LOG_LEVEL: a->log_level = optarg; break;
@@ -173,6 +181,7 @@ int main(int argc, char **argv) {
         int r;
 
         log_open(false);
+        reexec_init(argc, argv);
         r = parse_args(argc, argv, &a);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
@@ -192,6 +201,8 @@ int main(int argc, char **argv) {
                 config_dump(config, stdout);
                 return 0;
         }
+        if (a.check_upgrade)
+                return reexec_check_upgrade(config->runtime_directory, config->state_directory) < 0 ? 1 : 0;
         /* Before any thread exists: threads inherit it. */
         control_plane_priority();
         if (a.restore)
@@ -202,25 +213,37 @@ int main(int argc, char **argv) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGUSR2);
         sigaddset(&mask, SIGCHLD);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         /* A client that hangs up mid-response must not kill us. */
         signal(SIGPIPE, SIG_IGN);
 
-        r = manager_new(TAKE_PTR(config), a.config, a.root, &m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to initialize: %m");
-                return 1;
-        }
-        r = manager_start(m);
-        if (r < 0) {
-                (void) sd_notifyf(false, "STATUS=Failed to start: %s\nERRNO=%i", strerror(-r), -r);
-                return 1;       /* manager_free() restores whatever was changed */
-        }
-        r = manager_run(m);
-        if (r < 0) {
-                log_error_errno(r, "Event loop failed: %m");
-                return 1;
+        for (;;) {
+                r = manager_new(TAKE_PTR(config), a.config, a.root, &m);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to initialize: %m");
+                        return 1;
+                }
+                r = manager_start(m);
+                if (r < 0) {
+                        (void) sd_notifyf(false, "STATUS=Failed to start: %s\nERRNO=%i", strerror(-r), -r);
+                        return 1;       /* manager_free() restores whatever was changed */
+                }
+                r = manager_run(m);
+                if (r < 0) {
+                        log_error_errno(r, "Event loop failed: %m");
+                        return 1;
+                }
+                if (!reexec_pending())
+                        break;
+                m->handing_over = true;
+                /* Orderly, but leaving knobs, journal, running jobs and queued jobs to the next image. */
+                m = manager_free(m);
+                (void) reexec_exec();
+                /* execve() failed: start over in this image, from the same state (logged, in status). */
+                if (load_config(&a, &config) < 0)
+                        return 1;
         }
         return 0;
 }

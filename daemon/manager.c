@@ -19,6 +19,7 @@
 #include "manager.h"
 #include "messages.h"
 #include "metrics.h"
+#include "reexec.h"
 #include "reserve.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
@@ -66,6 +67,7 @@ int manager_new(RtdConfig *config, const char *config_path, const char *root, Ma
                 return -ENOMEM;
         }
         m->proc_fd = m->sys_fd = m->runtime_fd = m->state_fd = -EBADF;
+        m->control_listen_fd = m->metrics_listen_fd = -EBADF;
         m->config = config;
         if (config_path && !(m->config_path = strdup(config_path)))
                 return -ENOMEM;
@@ -288,6 +290,7 @@ static int start_listeners(Manager *m) {
         r = listeners_from_activation(&l);
         if (r < 0)
                 return log_error_errno(r, "Failed to receive sockets from systemd: %m");
+        reexec_fix_listeners(&l);
         m->socket_activated = l.activated;
 
         if (l.control < 0) {
@@ -304,6 +307,7 @@ static int start_listeners(Manager *m) {
                 listeners_close(&l);
                 return log_error_errno(r, "Failed to start the HTTP server on the control socket: %m");
         }
+        m->control_listen_fd = l.control;
 
         if (l.metrics < 0 && m->config->metrics_listen) {
                 r = listen_tcp(m->config->metrics_listen, &l.metrics);
@@ -317,7 +321,8 @@ static int start_listeners(Manager *m) {
                 if (r < 0) {
                         (void) close(l.metrics);
                         log_warning_errno(r, "Failed to start the metrics listener, continuing without it: %m");
-                }
+                } else
+                        m->metrics_listen_fd = l.metrics;
         }
         return 0;
 }
@@ -348,6 +353,7 @@ int manager_start(Manager *m) {
         (void) sd_event_add_signal(m->event, NULL, SIGTERM, on_sigterm, m);
         (void) sd_event_add_signal(m->event, NULL, SIGINT, on_sigterm, m);
         (void) sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
+        (void) reexec_attach(m);
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
@@ -377,6 +383,7 @@ int manager_start(Manager *m) {
 
         (void) sd_notify(false, "READY=1");
         manager_update_status(m);
+        reexec_ready(m);
         log_struct(LOG_NOTICE, RTD_MSG_STARTED, NULL, "rtd %s started, listening on %s%s", RTD_VERSION,
                    m->config->socket_path, m->socket_activated ? " (socket-activated)" : "");
         return 0;
@@ -393,12 +400,13 @@ Manager *manager_free(Manager *m) {
         /* Stop taking requests, then jobs, then give the CPUs back, then metrics. */
         m->metrics_http = http_free(m->metrics_http);
         /* A socket we bound ourselves goes with us; systemd owns an activated one. */
-        if (m->control && !m->socket_activated)
+        if (m->control && !m->socket_activated && !m->handing_over)
                 (void) unlink(m->config->socket_path);
         m->control = http_free(m->control);
         m->jobs = job_manager_free(m->jobs);
-        /* A restart keeps the knobs as they are: the next rtd adopts the restore journal (no blip). */
-        if (m->reservation && !m->keep_on_exit) {
+        /* A restart under systemd (keep_on_exit) and a re-exec (handing_over) leave every knob and the journal
+         * to the next rtd, which adopts them (no blip). */
+        if (m->reservation && !m->keep_on_exit && !m->handing_over) {
                 int r = reservation_release(m->reservation);
                 if (r < 0)
                         log_error_errno(r, "Failed to restore some knobs; the restore journal in %s is kept for "

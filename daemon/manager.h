@@ -38,6 +38,9 @@ typedef struct Manager {
         bool reloading;
         bool socket_activated;
         bool keep_on_exit;              /* SIGTERM of a systemd restart: leave knobs and jobs to the next rtd */
+        int control_listen_fd;          /* borrowed (the Http's gate owns them), for a re-exec; -EBADF if none */
+        int metrics_listen_fd;
+        bool handing_over;              /* re-exec: manager_free() leaves knobs, journal and socket file */
 } Manager;
 
 /* Takes ownership of config (reload replaces it). */

@@ -266,6 +266,33 @@ static int store_make_private(int dir_fd, const char *name) {
         return 0;
 }
 
+int store_peek_schema(int dir_fd, const char *name, int *ret_version) {
+        _cleanup_free_ char *path = NULL;
+        Store s = {};
+        int v;
+
+        if (faccessat(dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT)
+                        return -errno;
+                *ret_version = 0;
+                return 0;
+        }
+        if (asprintf(&path, "file:/proc/self/fd/%d/%s?mode=ro", dir_fd, name) < 0)
+                return -ENOMEM;
+        if (sqlite3_open_v2(path, &s.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) !=
+            SQLITE_OK) {
+                sqlite3_close(s.db);
+                return -EIO;
+        }
+        sqlite3_busy_timeout(s.db, 1000);
+        v = pragma_int(&s, "PRAGMA user_version");
+        sqlite3_close(s.db);
+        if (v < 0)
+                return v;
+        *ret_version = v;
+        return 0;
+}
+
 int store_open(int dir_fd, const char *name, Store **ret) {
         _cleanup_free_ char *path = NULL;
         Store *s;

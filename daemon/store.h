@@ -18,6 +18,9 @@ typedef struct Store Store;
  */
 int store_open(int dir_fd, const char *name, Store **ret);
 Store *store_free(Store *s);
+/* The schema version of dir_fd/name without opening it for writing or migrating it (0 when it does not exist yet):
+ * what `rtd --check-upgrade` compares with STORE_SCHEMA_VERSION. */
+int store_peek_schema(int dir_fd, const char *name, int *ret_version);
 int store_schema_version(Store *s);
 /* A random id made once per store (names the job cgroups, so two daemons never collide). */
 const char *store_instance_id(Store *s);

@@ -106,6 +106,7 @@ class Rtd:
         self.log = os.path.join(self.dir, "rtd.log")
         self.pidns = pidns
         self.proc = None
+        self.binary = RTD       # a test may run a copy it replaces (test-reexec.py)
         listen = f"127.0.0.1:{metrics_port}" if metrics_port else "no"
         self.write_config(
             f"[Daemon]\nSocket={self.socket}\nMetricsListen={listen}\nStateDirectory={self.dir}/state\n"
@@ -117,7 +118,7 @@ class Rtd:
             f.write(text)
 
     def start(self, args=(), wait=True, env=None):
-        cmd = [RTD, "--config", self.config, *args]
+        cmd = [self.binary, "--config", self.config, *args]
         if self.pidns:
             cmd = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL", *cmd]
         self.logf = open(self.log, "ab")

@@ -435,7 +435,79 @@ else
         bad "rtd is not running (MainPID '$pid'): cannot test the watchdog"
 fi
 
-# ---------------------------------------------------------------- 10b. jobs outlive rtd: tests/systemd/crash.sh
+# ---------------------------------------------------------------- 10b. re-exec and .deb upgrade under a job
+# Issue 13 point 1: `rtctl reexec` and a package upgrade replace rtd in place (same MainPID, no restart) while
+# alice's 30 s job runs: it ends succeeded with its exit code and all its output, seen by a `rtctl wait` started
+# before, and no knob is written (host knobs as before, knob_writes 0 from the journal adoption).
+rx_json() { ct rtctl --json status 2>/dev/null | /usr/bin/python3 -c 'import json, sys
+s = json.load(sys.stdin); st = s["reservation"].get("start") or {}
+print(s["pid"], s["reexec"]["count"], st.get("mode"), st.get("knob_writes"), st.get("tasks_moved"), s["version"])'; }
+# The test's own commands enter the container from outside (nsenter) with every CPU allowed, where a user's
+# shell inside would already be kept on CPU 0: rtd rightly counts such a task on the reserved CPU as drift
+# and moves it (tasks_moved). The long-lived ones around a re-exec (the waiter, rtctl reexec, dpkg with its
+# maintainer scripts) start on CPU 0, so that any task rtd moves is a real failure.
+ct0() { ct taskset -c 0 "$@"; }
+pid=$(prop MainPID rtd.service) n0=$(prop NRestarts rtd.service)
+if [ "${pid:-0}" -gt 1 ] && reserved; then
+        ct_as alice rtctl submit -q -- /bin/sh -c 'for i in $(seq 1 30); do echo tick $i; sleep 1; done; exit 0' \
+                >/dev/null 2>&1
+        jid=$(last_job_of alice)
+        wait_for 10 eval 'ct rtctl show "$jid" 2>/dev/null | grep -q running'
+        (CT_TIMEOUT=120 ct0 setpriv --reuid=alice --regid=alice --init-groups --reset-env -- rtctl wait "$jid" \
+                >"$WORKDIR/wait.out" 2>&1; echo $? >"$WORKDIR/wait.rc") &
+        WAITER=$!
+        sleep 1
+        snapshot >"$WORKDIR/knobs.during"
+        rx0=$(rx_json)
+        out=$(ct0 rtctl reexec 2>&1); rc=$?
+        read -r p1 c1 mode1 kw1 tm1 v1 <<<"$(rx_json)"
+        check "rtctl reexec (rc=$rc: $(echo "$out" | tail -1)): same MainPID $pid, no restart (NRestarts $n0), re-exec count 1, reservation $mode1 with $kw1 knob writes, $tm1 tasks moved" \
+                eval '[ "$rc" = 0 ] && [ "$(prop MainPID rtd.service)" = "$pid" ] && [ "$p1" = "$pid" ] &&
+                      [ "$(prop NRestarts rtd.service)" = "$n0" ] && [ "$(prop ActiveState rtd.service)" = active ] &&
+                      [ "$c1" = 1 ] && [ "$mode1" = adopted ] && [ "$kw1" = 0 ] && [ "$tm1" = 0 ]'
+        d=$(knob_diff "$WORKDIR/knobs.during")
+        check "no host knob written by the re-exec${d:+: $(echo "$d" | tr '\t\n' ' ;')}" test -z "$d"
+        check "alice's job still running after the re-exec" eval 'ct rtctl show "$jid" | grep -q running'
+        if [ "$INSTALL_MODE" = deb ]; then
+                # The second package version: the same build repacked as version +1 (the binary is a new file
+                # at /usr/sbin/rtd, which is what the upgrade must get running).
+                ver=$(dpkg-deb -f "$WORKDIR/pkg/rtd.deb" Version)
+                rm -rf "$WORKDIR/v2" && dpkg-deb -R "$WORKDIR/pkg/rtd.deb" "$WORKDIR/v2"
+                sed -i "s/^Version: .*/Version: $ver+1/" "$WORKDIR/v2/DEBIAN/control"
+                dpkg-deb -b "$WORKDIR/v2" "$ROOT/root/rtd-v2.deb" >/dev/null
+                out=$(CT_TIMEOUT=90 ct0 dpkg -i /root/rtd-v2.deb 2>&1); rc=$?
+                read -r p2 c2 mode2 kw2 tm2 v2 <<<"$(rx_json)"
+                exe=$(ct stat -Lc %i "/proc/$pid/exe" 2>/dev/null) new=$(ct stat -c %i /usr/sbin/rtd)
+                check "dpkg -i of version $ver+1 (rc=$rc) re-executed rtd: same MainPID $pid, NRestarts $n0, re-exec count $c2, now running the new /usr/sbin/rtd (inode $exe = $new), reservation $mode2 with $kw2 knob writes, $tm2 tasks moved" \
+                        eval '[ "$rc" = 0 ] && [ "$(prop MainPID rtd.service)" = "$pid" ] && [ "$p2" = "$pid" ] &&
+                              [ "$(prop NRestarts rtd.service)" = "$n0" ] && [ "$c2" = 2 ] && [ "$exe" = "$new" ] &&
+                              [ "$mode2" = adopted ] && [ "$kw2" = 0 ] && [ "$tm2" = 0 ] &&
+                              [ "$(ct dpkg-query -W -f "\${Version}" rtd)" = "$ver+1" ]'
+                [ "$rc" = 0 ] || echo "$out" | tail -20
+                d=$(knob_diff "$WORKDIR/knobs.during")
+                check "no host knob written by the upgrade${d:+: $(echo "$d" | tr '\t\n' ' ;')}" test -z "$d"
+        fi
+        wait "$WAITER"
+        show=$(ct rtctl --json show "$jid" | /usr/bin/python3 -c 'import json, sys; j = json.load(sys.stdin); print(j["state"], j.get("exit_code"))')
+        logs=$(ct rtctl logs "$jid")
+        check "the 30 s job ended '$show' after the re-exec(s), rtctl wait started before exited $(cat "$WORKDIR/wait.rc"), its output has all 30 lines ($(echo "$logs" | grep -c '^tick'))" \
+                eval '[ "$show" = "succeeded 0" ] && [ "$(cat "$WORKDIR/wait.rc")" = 0 ] &&
+                      [ "$logs" = "$(seq 1 30 | sed "s/^/tick /")" ]'
+        # A broken new binary: refused, the old rtd runs on with its job; the package's binary is put back.
+        ct cp -a /usr/sbin/rtd /root/rtd.good
+        printf '#!/bin/sh\necho "this build is broken" >&2\nexit 1\n' | ct tee /usr/sbin/rtd.new >/dev/null
+        ct chmod 755 /usr/sbin/rtd.new && ct mv /usr/sbin/rtd.new /usr/sbin/rtd
+        out=$(ct rtctl reexec 2>&1); rc=$?
+        check "rtctl reexec into a broken binary is refused (rc=$rc) saying why ('$(echo "$out" | tail -1)'), rtd still active with MainPID $pid" \
+                eval '[ "$rc" = 1 ] && echo "$out" | grep -q "this build is broken" &&
+                      [ "$(prop MainPID rtd.service)" = "$pid" ] && [ "$(prop ActiveState rtd.service)" = active ] &&
+                      ct rtctl status >/dev/null && reserved'
+        ct mv /root/rtd.good /usr/sbin/rtd
+else
+        bad "rtd is not running and reserving (MainPID '$pid'): cannot test re-exec"
+fi
+
+# ---------------------------------------------------------------- 10c. jobs outlive rtd: tests/systemd/crash.sh
 . "$SRC/tests/systemd/crash.sh"
 
 # ---------------------------------------------------------------- 11. stop restores every knob

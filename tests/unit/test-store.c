@@ -179,6 +179,26 @@ static void test_migrate_from_v1(void **state) {
         assert_int_equal(store_open(t->fd, "old.db", &s), -EPROTONOSUPPORT);
 }
 
+/* What `rtd --check-upgrade` reads: the version, without migrating (v1 stays v1) or creating anything. */
+static void test_peek_schema(void **state) {
+        T *t = *state;
+        char path[128];
+        sqlite3 *db;
+        int v = -1;
+
+        assert_int_equal(store_peek_schema(t->fd, "none.db", &v), 0);
+        assert_int_equal(v, 0);
+        assert_int_equal(faccessat(t->fd, "none.db", F_OK, 0), -1);
+        snprintf(path, sizeof path, "%s/v1.db", t->dir);
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "CREATE TABLE x (y); PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        assert_int_equal(store_peek_schema(t->fd, "v1.db", &v), 0);
+        assert_int_equal(v, 1);
+        assert_int_equal(store_peek_schema(t->fd, "v1.db", &v), 0);
+        assert_int_equal(v, 1);
+}
+
 static off_t file_size(int dir_fd, const char *name) {
         struct stat st;
         return fstatat(dir_fd, name, &st, 0) == 0 ? st.st_size : -1;
@@ -226,6 +246,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_create_write_read, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_prune, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_peek_schema, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_checkpoints_while_open, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
