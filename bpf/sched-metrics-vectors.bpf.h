@@ -57,6 +57,19 @@ static __always_inline void tick_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
         if (btf)
                 recover(c, cpu);
         cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
+        if (c->cur_intruder) {
+                /* Its switch-in never reached us: CFS noted its runtime when it picked it (on this CPU, after
+                 * our last event here), so its slice since then is still the kernel's exact figure. */
+                __u32 policy = TREAD(btf, t, policy);
+                __u64 picked = TREAD(btf, t, se.prev_sum_exec_runtime);
+
+                if ((policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE) &&
+                    picked <= c->cur_start_runtime)
+                        c->cur_start_runtime = picked;
+                else
+                        c->unrecovered++;
+                intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
+        }
 }
 
 /*
