@@ -57,6 +57,8 @@ static __always_inline void tick_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
         if (btf)
                 recover(c, cpu);
         cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
+        if (!stamp_wakeups)
+                c->cur_arrivals = TREAD(btf, t, sched_info.pcount);
         if (c->cur_intruder) {
                 /* Its switch-in never reached us: CFS noted its runtime when it picked it (on this CPU, after
                  * our last event here), so its slice since then is still the kernel's exact figure. */

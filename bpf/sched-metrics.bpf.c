@@ -297,10 +297,11 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
 }
 
 /*
- * The intruder the CPU names left without a sched_switch event: on 6.18 the tracepoint itself stays silent
- * for some switches (ftrace misses the same ones: the audit tier shows it). Its CPU time since the last fold
- * is still exact if it has not migrated since its switch-in (se.nr_migrations unchanged): then all of its
- * sum_exec_runtime growth happened here. Otherwise that slice is lost, and counted.
+ * The intruder the CPU names left without a sched_switch event reaching us (the tracepoint stays silent for
+ * some switches, and rtd's program misses a few more around idle: docs/metrics.md). Its CPU time since the
+ * last fold is still exact if it has not been switched in anywhere since (sched_info.pcount unchanged) or has
+ * not migrated (se.nr_migrations unchanged): then all of its sum_exec_runtime growth happened here. Otherwise
+ * that slice is lost, and counted.
  */
 static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
         struct task_struct *x;
@@ -314,7 +315,9 @@ static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
                 c->unrecovered++;
                 return;
         }
-        if (x->start_time == c->cur_start_time && x->se.nr_migrations == c->cur_migrations)
+        if (x->start_time == c->cur_start_time &&
+            ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
+             x->se.nr_migrations == c->cur_migrations))
                 intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime);
         else
                 c->unrecovered++;
@@ -329,6 +332,7 @@ static __always_inline void cur_begin(bool btf, struct rtd_cpu *c, __u32 cpu, st
         c->cur_intruder = 0;
         c->cur_job_id = 0;
         c->cur_pcount = 0;
+        c->cur_arrivals = 0;
         if (!next_pid)
                 return;
         if (nt && nt->kind == RTD_TASK_JOB) {
@@ -535,6 +539,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                 }
         } else {
                 c->cur_pcount = TREAD(btf, next, sched_info.pcount);
+                c->cur_arrivals = c->cur_pcount + 1;    /* sched_info_arrive() runs after the tracepoint */
                 c->cur_run_delay = TREAD(btf, next, sched_info.run_delay);
         }
         return 0;
