@@ -645,6 +645,50 @@ static __always_inline int on_fork(bool btf, struct task_struct *parent, struct 
         return 0;
 }
 
+/*
+ * At an interrupt's exit on a reserved CPU (the tick, a numbered IRQ, a softirq): the current task is the one
+ * the CPU names, else a switch never reached us: counted, and the CPU takes up current from here, so what
+ * follows is attributed to the task that really runs. At the tick the scheduler has just brought current's
+ * se.sum_exec_runtime up to date (update_curr() in task_tick): a running intruder's time is folded.
+ */
+static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
+        struct task_struct *t = btf ? bpf_get_current_task_btf() : (struct task_struct *) bpf_get_current_task();
+        __u32 pid = TREAD(btf, t, pid);
+
+        if (pid == c->cur_pid) {
+                if (c->cur_intruder)
+                        intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
+                else if (pid && !c->cur_job_id) {
+                        /* rtd marks a job from another CPU after it started: a job that never leaves
+                         * (a busy SCHED_FIFO loop) is attributed from its first tick after the mark. */
+                        struct rtd_task *nt = task_get(btf, t, pid, false);
+
+                        if (nt && nt->kind == RTD_TASK_JOB)
+                                c->cur_job_id = nt->job_id;
+                }
+                return;
+        }
+        c->missed_events++;
+        if (btf)
+                recover(c, cpu);
+        cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
+        if (!stamp_wakeups)
+                c->cur_arrivals = TREAD(btf, t, sched_info.pcount);
+        if (c->cur_intruder) {
+                /* Its switch-in never reached us: CFS noted its runtime when it picked it (on this CPU, after
+                 * our last event here), so its slice since then is still the kernel's exact figure. */
+                __u32 policy = TREAD(btf, t, policy);
+                __u64 picked = TREAD(btf, t, se.prev_sum_exec_runtime);
+
+                if ((policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE) &&
+                    picked <= c->cur_start_runtime)
+                        c->cur_start_runtime = picked;
+                else
+                        c->unrecovered++;
+                intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
+        }
+}
+
 static __always_inline int on_irq_entry(bool btf, int irq, struct irqaction *action) {
         struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
 
@@ -657,13 +701,16 @@ static __always_inline int on_irq_entry(bool btf, int irq, struct irqaction *act
 }
 
 static __always_inline int on_irq_exit(bool btf, int irq, struct irqaction *action) {
-        struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
+        __u32 cpu = bpf_get_smp_processor_id();
+        struct rtd_cpu *c = cpu_get(cpu);
         __u64 now = bpf_ktime_get_ns(), d = 0;
         __u32 key = irq;
         struct rtd_irq *v;
 
         if (!c)
                 return 0;
+        if (c->primed && cpu_reserved(cpu))
+                cur_check(btf, c, cpu);
         if (c->hardirq_start_ns && now > c->hardirq_start_ns)
                 d = now - c->hardirq_start_ns;
         c->hardirq_start_ns = 0;
@@ -708,12 +755,15 @@ static __always_inline int on_softirq_entry(unsigned int vec) {
         return 0;
 }
 
-static __always_inline int on_softirq_exit(unsigned int vec) {
-        struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
+static __always_inline int on_softirq_exit(bool btf, unsigned int vec) {
+        __u32 cpu = bpf_get_smp_processor_id();
+        struct rtd_cpu *c = cpu_get(cpu);
         __u64 now = bpf_ktime_get_ns(), d = 0;
 
         if (!c || vec >= RTD_NR_SOFTIRQS)
                 return 0;
+        if (c->primed && cpu_reserved(cpu))
+                cur_check(btf, c, cpu);
         if (c->softirq_start_ns && now > c->softirq_start_ns)
                 d = now - c->softirq_start_ns;
         c->softirq_start_ns = 0;
@@ -786,7 +836,7 @@ int BPF_PROG(tp_softirq_entry, unsigned int vec) {
 
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(tp_softirq_exit, unsigned int vec) {
-        return on_softirq_exit(vec);
+        return on_softirq_exit(true, vec);
 }
 
 /* ---- raw_tp twins (no BTF-typed tracepoints); task marks live in task_hash ---- */
@@ -846,7 +896,7 @@ int BPF_PROG(raw_softirq_entry, unsigned int vec) {
 
 SEC("raw_tp/softirq_exit")
 int BPF_PROG(raw_softirq_exit, unsigned int vec) {
-        return on_softirq_exit(vec);
+        return on_softirq_exit(false, vec);
 }
 
 #include "sched-metrics-vectors.bpf.h"
