@@ -628,6 +628,12 @@ static __always_inline int on_fork(bool btf, struct task_struct *parent, struct 
         /* rtd's threads stay its own (intruders of kind rtd); a process it forks is a worker. */
         if (mark.kind == RTD_TASK_DAEMON && cpid == TREAD(btf, child, tgid))
                 mark.kind = RTD_TASK_WORKER;
+        /* A process a worker forks is the job rtd handed it (bpf_worker_job): the job's from birth, so its
+         * interrupts count before rtd's own mark lands. */
+        else if (mark.kind == RTD_TASK_WORKER && mark.job_id && cpid == TREAD(btf, child, tgid))
+                mark.kind = RTD_TASK_JOB;
+        if (mark.kind != RTD_TASK_JOB)
+                mark.job_id = 0;
         j = job_get(&mark);
 
         if (j)

@@ -250,6 +250,64 @@ static int pidfd_open_(pid_t pid) {
         return (int) syscall(SYS_pidfd_open, pid, 0);
 }
 
+/* pid's mark now (task storage by pidfd, or the raw_tp hash), -errno if none. */
+static int mark_get(BpfCollector *b, pid_t pid, struct rtd_task *ret) {
+        if (b->btf) {
+                _cleanup_close_ int fd = pidfd_open_(pid);
+                if (fd < 0)
+                        return -errno;
+                return bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.task_store), &fd, ret) < 0 ? -errno : 0;
+        }
+        uint32_t key = pid;
+        return bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.task_hash), &key, ret) < 0 ? -errno : 0;
+}
+
+static int mark_set(BpfCollector *b, pid_t pid, const struct rtd_task *v) {
+        int r;
+
+        if (b->btf) {
+                /* Task storage is keyed by a pidfd from user space. */
+                _cleanup_close_ int fd = pidfd_open_(pid);
+                if (fd < 0)
+                        return -errno;
+                /* Not into the tid-keyed `marks` backstop: inside a PID namespace `pid` is not the kernel's
+                 * tid and could name another task. The programs copy the mark there when they first see
+                 * the task (rtd_task.synced). */
+                r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.task_store), &fd, v, BPF_ANY);
+        } else {
+                uint32_t key = pid;
+                r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.task_hash), &key, v, BPF_ANY);
+        }
+        return r < 0 ? -errno : 0;
+}
+
+/* The job's entry, made before its first task can add to it. */
+static int job_entry(BpfCollector *b, uint64_t job_id, bool count_task) {
+        struct rtd_job zero = { .tasks = count_task };
+        int jfd = bpf_map__fd(b->skel->maps.jobs);
+
+        if (bpf_map_update_elem(jfd, &job_id, &zero, BPF_NOEXIST) < 0) {
+                struct rtd_job cur;
+                if (errno != EEXIST)
+                        return -errno;
+                if (count_task && bpf_map_lookup_elem(jfd, &job_id, &cur) == 0) {
+                        cur.tasks++;
+                        (void) bpf_map_update_elem(jfd, &job_id, &cur, BPF_EXIST);
+                }
+        }
+        return 0;
+}
+
+/* The worker's mark names the job it forks next: the fork program makes the child that job's from birth. */
+static int bpf_worker_job(Collector *c, pid_t worker, uint64_t job_id) {
+        BpfCollector *b = (BpfCollector *) c;
+        struct rtd_task v = { .kind = RTD_TASK_WORKER, .job_id = job_id };
+        int r;
+
+        r = job_entry(b, job_id, false);
+        return r < 0 ? r : mark_set(b, worker, &v);
+}
+
 static int bpf_track_task(Collector *c, pid_t pid, uint64_t job_id, uint64_t cgroup_id) {
         BpfCollector *b = (BpfCollector *) c;
         struct rtd_task v = {
@@ -270,34 +328,16 @@ static int bpf_track_task(Collector *c, pid_t pid, uint64_t job_id, uint64_t cgr
          * the deltas of the kernel's per-task counters from these zeros at each switch-out they see. */
         v.seen = job_id != 0;
         if (job_id) {
-                struct rtd_job zero = { .tasks = 1 };
-                int jfd = bpf_map__fd(b->skel->maps.jobs);
+                struct rtd_task cur;
 
-                if (bpf_map_update_elem(jfd, &job_id, &zero, BPF_NOEXIST) < 0) {
-                        struct rtd_job cur;
-                        if (errno != EEXIST)
-                                return -errno;
-                        if (bpf_map_lookup_elem(jfd, &job_id, &cur) == 0) {
-                                cur.tasks++;
-                                (void) bpf_map_update_elem(jfd, &job_id, &cur, BPF_EXIST);
-                        }
-                }
+                /* Forked by a worker that knew its job (bpf_worker_job): marked since birth, counted. */
+                if (mark_get(b, pid, &cur) == 0 && cur.kind == RTD_TASK_JOB && cur.job_id == job_id)
+                        return 0;
+                r = job_entry(b, job_id, true);
+                if (r < 0)
+                        return r;
         }
-
-        if (b->btf) {
-                /* Task storage is keyed by a pidfd from user space. */
-                _cleanup_close_ int fd = pidfd_open_(pid);
-                if (fd < 0)
-                        return -errno;
-                /* Not into the tid-keyed `marks` backstop: inside a PID namespace `pid` is not the kernel's
-                 * tid and could name another task. The programs copy the mark there when they first see
-                 * the task (rtd_task.synced). */
-                r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.task_store), &fd, &v, BPF_ANY);
-        } else {
-                uint32_t key = pid;
-                r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.task_hash), &key, &v, BPF_ANY);
-        }
-        return r < 0 ? -errno : 0;
+        return mark_set(b, pid, &v);
 }
 
 static int bpf_job_read(Collector *c, uint64_t job_id, bool forget, JobCounters *ret) {
@@ -606,6 +646,7 @@ static const CollectorOps bpf_ops = {
         .read = bpf_read,
         .set_reserved = bpf_set_reserved,
         .track_task = bpf_track_task,
+        .worker_job = bpf_worker_job,
         .job_read = bpf_job_read,
         .attach_mode = attach_mode,
         .set_program_stats = bpf_set_program_stats,

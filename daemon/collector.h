@@ -157,6 +157,8 @@ typedef struct CollectorOps {
         int (*read)(Collector *c, Sample *ret);
         void (*set_reserved)(Collector *c, const CpuSet *reserved);
         int (*track_task)(Collector *c, pid_t pid, uint64_t job_id, uint64_t cgroup_id);
+        /* Optional: the worker pid is about to fork the process of job_id (its child is the job from birth). */
+        int (*worker_job)(Collector *c, pid_t worker, uint64_t job_id);
         /* The job's counters; forget = drop them afterwards. -ENOENT if unknown. */
         int (*job_read)(Collector *c, uint64_t job_id, bool forget, JobCounters *ret);
         const char *(*attach_mode)(Collector *c);       /* "tp_btf", "raw_tp", or NULL */
