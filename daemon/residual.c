@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Residual noise sources of a reserved CPU (issue 18 point 4), by kernel feature detection: the tick, RCU
- * callbacks, managed IRQs, timers pulled in by timer migration, the fair server. Only reading; what rtd can
- * change at run time it changes elsewhere (tune.c, irq.c): this says what is left and what would remove it. */
+ * callbacks, managed IRQs, timers pulled in by timer migration, RT throttling, the fair server. Only reading;
+ * what rtd can change at run time it changes elsewhere (tune.c, irq.c): this says what is left and what would
+ * remove it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ static void add(json_t *a, const char *source, bool reaches, const char *evidenc
 
 json_t *residual_sources(int proc_fd, int sys_fd, const CpuSet *reserved) {
         _cleanup_free_ char *cmdline = NULL, *list = NULL, *nohz = NULL, *nocbs = NULL, *isol = NULL;
-        _cleanup_free_ char *tm = NULL, *fair = NULL, *ev = NULL, *rem = NULL;
+        _cleanup_free_ char *tm = NULL, *rt = NULL, *ev = NULL, *rem = NULL;
         json_t *a = json_array();
         bool nohz_kernel, tick_stopped, rcu_off;
 
@@ -94,20 +95,29 @@ json_t *residual_sources(int proc_fd, int sys_fd, const CpuSet *reserved) {
                 ev = drop(ev);
         }
 
+        /* RT throttling: real-time tasks stop for (period - runtime) each period, the CPU idles or runs CFS
+         * tasks meanwhile (measured by bench/floor-run: one 50 ms gap a second with the default 950000). */
+        if (read_one_line_at(proc_fd, "sys/kernel/sched_rt_runtime_us", &rt) >= 0) {
+                if (asprintf(&ev, "kernel.sched_rt_runtime_us=%s", rt) < 0)
+                        return a;
+                add(a, "RT throttling", !streq(rt, "-1"), ev, "kernel.sched_rt_runtime_us=-1 ([Tuning] RTRuntimeUSec=-1)");
+                ev = drop(ev);
+        }
+
         /* The fair server (6.12+) lends CFS tasks runtime on a CPU busy with real-time work. */
         for (int cpu = cpuset_first(reserved); cpu >= 0; cpu = cpuset_next(reserved, cpu)) {
                 char path[96];
-                _cleanup_free_ char *rt = NULL;
+                _cleanup_free_ char *runtime = NULL;
 
                 (void) snprintf(path, sizeof path, "kernel/debug/sched/fair_server/cpu%d/runtime", cpu);
-                if (read_one_line_at(sys_fd, path, &rt) < 0) {
+                if (read_one_line_at(sys_fd, path, &runtime) < 0) {
                         add(a, "fair server", true, "cannot read /sys/kernel/debug/sched/fair_server (debugfs not "
                             "mounted or kernel < 6.12): CFS tasks may get up to 5% of a reserved CPU",
                             "mount debugfs and set [Tuning] FairServerRuntimeUSec=0");
                         break;
                 }
-                if (!streq(rt, "0")) {
-                        if (asprintf(&ev, "fair_server/cpu%d/runtime=%s ns", cpu, rt) < 0)
+                if (!streq(runtime, "0")) {
+                        if (asprintf(&ev, "fair_server/cpu%d/runtime=%s ns", cpu, runtime) < 0)
                                 return a;
                         add(a, "fair server", true, ev, "[Tuning] FairServerRuntimeUSec=0");
                         ev = drop(ev);
