@@ -244,10 +244,20 @@ static __always_inline bool exempt(struct rtd_task *t) {
 /* A run of an intruder begins on a reserved CPU: count it, note where its CPU time starts, (re)take its
  * name (exec may have changed it). Its entry is made now; a full table sends it to "other". */
 static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *t,
-                                           __u32 pid, struct rtd_task *mark, __u64 start_runtime) {
+                                           __u32 pid, struct rtd_task *mark, __u64 start_runtime, bool open) {
         struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = TREAD(btf, t, start_time) };
         struct rtd_intruder *v;
 
+        if (btf && open) {
+                /* Noted on the task too: wherever it is switched in next, its slice here can be closed
+                 * exactly, also when its switch-out never reaches us (open_close()). */
+                struct rtd_task *st = task_get(btf, t, pid, true);
+
+                if (st) {
+                        st->open_runtime = start_runtime;
+                        st->open_cpu = cpu + 1;
+                }
+        }
         c->cur_intruder = 1;
         c->cur_start_time = k.start_time;
         c->cur_migrations = TREAD(btf, t, se.nr_migrations);
@@ -279,21 +289,49 @@ static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cp
  * CPU itself: no race with sched_switch), so a running hog's figure is at most one tick old and every
  * counter only ever adds exact deltas.
  */
-static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime) {
-        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = c->cur_start_time };
+/* d ns of intruder (pid, start_time) on cpu c: atomic, a closing CPU may add to another's (open_close()). */
+static __always_inline void intrusion_add(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 start_time, __u64 d) {
+        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = start_time };
         struct rtd_intruder *v;
+
+        __sync_fetch_and_add(&c->intrusion_ns, d);
+        v = bpf_map_lookup_elem(&intruders, &k);
+        if (v)
+                __sync_fetch_and_add(&v->ns, d);
+        else
+                __sync_fetch_and_add(&c->other_ns, d);
+}
+
+static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime,
+                                          struct rtd_task *st) {
         __u64 d;
 
         if (runtime <= c->cur_start_runtime)
                 return;
         d = runtime - c->cur_start_runtime;
         c->cur_start_runtime = runtime;
-        c->intrusion_ns += d;
-        v = bpf_map_lookup_elem(&intruders, &k);
-        if (v)
-                v->ns += d;
-        else
-                c->other_ns += d;
+        if (st)
+                st->open_runtime = runtime;
+        intrusion_add(c, cpu, pid, c->cur_start_time, d);
+}
+
+/*
+ * next is switched in (any CPU) while still open on a reserved CPU: its switch-out there never reached us.
+ * It has not run since, so its se.sum_exec_runtime now is where that slice ended: the slice is exact, and
+ * added to that CPU's figures now (the compare-and-swap makes one CPU close it, this one or the reserved
+ * one in recover()). Returns whether this call closed it.
+ */
+static __always_inline bool open_close(struct task_struct *t, struct rtd_task *st) {
+        __u32 open = st->open_cpu, r = open - 1;
+        __u64 rt = t->se.sum_exec_runtime, from = st->open_runtime;
+        struct rtd_cpu *rc;
+
+        if (!open || __sync_val_compare_and_swap(&st->open_cpu, open, 0) != open)
+                return false;
+        rc = cpu_get(r);
+        if (rc && rt > from)
+                intrusion_add(rc, r, t->pid, t->start_time, rt - from);
+        return true;
 }
 
 /*
@@ -305,22 +343,37 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
  */
 static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
         struct task_struct *x;
+        struct rtd_task *st;
 
         if (!c->cur_intruder || !c->cur_pid || !bpf_task_from_pid) {
-                c->unrecovered += c->cur_intruder;
+                __sync_fetch_and_add(&c->unrecovered, c->cur_intruder);
                 return;
         }
         x = bpf_task_from_pid(c->cur_pid);
         if (!x) {
-                c->unrecovered++;
+                __sync_fetch_and_add(&c->unrecovered, 1);
                 return;
         }
-        if (x->start_time == c->cur_start_time &&
-            ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
-             x->se.nr_migrations == c->cur_migrations))
-                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime);
+        if (x->start_time != c->cur_start_time) {
+                __sync_fetch_and_add(&c->unrecovered, 1);
+                bpf_task_release(x);
+                return;
+        }
+        st = bpf_task_storage_get(&task_store, x, NULL, 0);
+        /* Closed already where it was switched in next (open_close()), or by us now. */
+        if (st && st->open_cpu != cpu + 1) {
+                bpf_task_release(x);
+                return;
+        }
+        if (st && __sync_val_compare_and_swap(&st->open_cpu, cpu + 1, 0) != cpu + 1) {
+                bpf_task_release(x);
+                return;
+        }
+        if ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
+            x->se.nr_migrations == c->cur_migrations)
+                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime, NULL);
         else
-                c->unrecovered++;
+                __sync_fetch_and_add(&c->unrecovered, 1);
         bpf_task_release(x);
 }
 
@@ -339,7 +392,7 @@ static __always_inline void cur_begin(bool btf, struct rtd_cpu *c, __u32 cpu, st
                 c->cur_job_id = nt->job_id;
                 c->cur_start_runtime = TREAD(btf, next, se.sum_exec_runtime);
         } else if (!exempt(nt) && cpu_reserved(cpu))
-                intruder_begin(btf, c, cpu, next, next_pid, nt, TREAD(btf, next, se.sum_exec_runtime));
+                intruder_begin(btf, c, cpu, next, next_pid, nt, TREAD(btf, next, se.sum_exec_runtime), true);
 }
 
 static __always_inline void runq_record(struct rtd_cpu *c, struct rtd_job *j, __u64 d) {
@@ -480,7 +533,12 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                 }
 
                 if (was_cur && c->cur_intruder) {
-                        intruder_fold(c, cpu, prev_pid, TREAD(btf, prev, se.sum_exec_runtime));
+                        struct rtd_task *st = btf ? task_get(btf, prev, prev_pid, false) : NULL;
+
+                        intruder_fold(c, cpu, prev_pid, TREAD(btf, prev, se.sum_exec_runtime), NULL);
+                        /* Closed here, seen: no other CPU adds to this slice. */
+                        if (st && st->open_cpu == cpu + 1)
+                                (void) __sync_val_compare_and_swap(&st->open_cpu, cpu + 1, 0);
                 } else if (!was_cur && !prev_rtd && cpu_reserved(cpu)) {
                         /*
                          * An intruder whose switch-in never reached us. CFS notes a task's runtime when it
@@ -494,9 +552,9 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                         bool fair = policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE;
 
                         /* The run is counted either way; a non-fair slice is lost (unrecovered). */
-                        intruder_begin(btf, c, cpu, prev, prev_pid, pt, fair ? picked : rt);
-                        intruder_fold(c, cpu, prev_pid, rt);
-                        c->unrecovered += !fair;
+                        intruder_begin(btf, c, cpu, prev, prev_pid, pt, fair ? picked : rt, false);
+                        intruder_fold(c, cpu, prev_pid, rt, NULL);
+                        __sync_fetch_and_add(&c->unrecovered, !fair);
                 }
                 if (j) {
                         __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
@@ -527,6 +585,9 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                 }
         }
 
+        /* Switched in while still open somewhere (its switch-out there never reached us): close it. */
+        if (btf && nt && nt->open_cpu)
+                (void) open_close(next, nt);
         cur_begin(btf, c, cpu, next, next_pid, nt);
         if (!next_pid)
                 return 0;
@@ -663,7 +724,8 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
 
         if (pid == c->cur_pid) {
                 if (c->cur_intruder)
-                        intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
+                        intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime),
+                                      btf ? task_get(btf, t, pid, false) : NULL);
                 else if (pid && !c->cur_job_id) {
                         /* rtd marks a job from another CPU after it started: a job that never leaves
                          * (a busy SCHED_FIFO loop) is attributed from its first tick after the mark. */
@@ -686,12 +748,16 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
                 __u32 policy = TREAD(btf, t, policy);
                 __u64 picked = TREAD(btf, t, se.prev_sum_exec_runtime);
 
+                struct rtd_task *st = btf ? task_get(btf, t, pid, false) : NULL;
+
                 if ((policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE) &&
-                    picked <= c->cur_start_runtime)
+                    picked <= c->cur_start_runtime) {
                         c->cur_start_runtime = picked;
-                else
-                        c->unrecovered++;
-                intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
+                        if (st)
+                                st->open_runtime = picked;
+                } else
+                        __sync_fetch_and_add(&c->unrecovered, 1);
+                intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime), st);
         }
 }
 
