@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: (MIT OR GPL-2.0) */
+/* Part of sched-metrics.bpf.c (included where these are first needed, sharing its maps and helpers): an
+ * intruder's runs and exact CPU time on a reserved CPU, and closing a slice whose switch-out never reached
+ * the programs. */
+
+/* A run of an intruder begins on a reserved CPU: count it, note where its CPU time starts, (re)take its
+ * name (exec may have changed it). Its entry is made now; a full table sends it to "other". */
+static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *t,
+                                           __u32 pid, struct rtd_task *mark, __u64 start_runtime, bool open) {
+        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = TREAD(btf, t, start_time) };
+        struct rtd_intruder *v;
+
+        if (btf && open) {
+                /* Noted on the task too: wherever it is switched in next, its slice here can be closed
+                 * exactly, also when its switch-out never reaches us (open_close()). */
+                struct rtd_task *st = task_get(btf, t, pid, true);
+
+                if (st) {
+                        st->open_runtime = start_runtime;
+                        st->open_cpu = cpu + 1;
+                }
+        }
+        c->cur_intruder = 1;
+        c->cur_start_time = k.start_time;
+        c->cur_migrations = TREAD(btf, t, se.nr_migrations);
+        c->cur_start_runtime = start_runtime;
+        c->intrusions++;
+        v = bpf_map_lookup_elem(&intruders, &k);
+        if (!v && c->table_used < intruder_table_size) {
+                struct rtd_intruder n = {
+                        .kind = mark && mark->kind == RTD_TASK_DAEMON ? RTD_INTRUDER_RTD :
+                                TREAD(btf, t, flags) & PF_KTHREAD ? RTD_INTRUDER_KERNEL : RTD_INTRUDER_USER,
+                        .tgid = TREAD(btf, t, tgid),
+                };
+                if (bpf_map_update_elem(&intruders, &k, &n, BPF_NOEXIST) == 0)
+                        c->table_used++;
+                v = bpf_map_lookup_elem(&intruders, &k);
+        }
+        if (!v) {
+                c->other_runs++;
+                return;
+        }
+        v->count++;
+        (void) bpf_core_read_str(v->comm, sizeof(v->comm), &t->comm);
+}
+
+/*
+ * Add the current intruder's CPU time since its switch-in (or the last fold) to the CPU's total and its
+ * entry: a delta of the kernel's own se.sum_exec_runtime, so no wall time, no IRQ time the kernel does not
+ * charge it, no steal. Called at its switch-out and at each tick while it runs (local_timer_exit, on the
+ * CPU itself: no race with sched_switch), so a running hog's figure is at most one tick old and every
+ * counter only ever adds exact deltas.
+ */
+/* d ns of intruder (pid, start_time) on cpu c: atomic, a closing CPU may add to another's (open_close()). */
+static __always_inline void intrusion_add(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 start_time, __u64 d) {
+        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = start_time };
+        struct rtd_intruder *v;
+
+        __sync_fetch_and_add(&c->intrusion_ns, d);
+        v = bpf_map_lookup_elem(&intruders, &k);
+        if (v)
+                __sync_fetch_and_add(&v->ns, d);
+        else
+                __sync_fetch_and_add(&c->other_ns, d);
+}
+
+static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime,
+                                          struct rtd_task *st) {
+        __u64 d;
+
+        if (runtime <= c->cur_start_runtime)
+                return;
+        d = runtime - c->cur_start_runtime;
+        c->cur_start_runtime = runtime;
+        if (st)
+                st->open_runtime = runtime;
+        intrusion_add(c, cpu, pid, c->cur_start_time, d);
+}
+
+/*
+ * next is switched in (any CPU) while still open on a reserved CPU: its switch-out there never reached us.
+ * It has not run since, so its se.sum_exec_runtime now is where that slice ended: the slice is exact, and
+ * added to that CPU's figures now (the compare-and-swap makes one CPU close it, this one or the reserved
+ * one in recover()). Returns whether this call closed it.
+ */
+static __always_inline bool open_close(struct task_struct *t, struct rtd_task *st) {
+        __u32 open = st->open_cpu, r = open - 1;
+        __u64 rt = t->se.sum_exec_runtime, from = st->open_runtime;
+        struct rtd_cpu *rc;
+
+        if (!open || __sync_val_compare_and_swap(&st->open_cpu, open, 0) != open)
+                return false;
+        rc = cpu_get(r);
+        if (rc && rt > from)
+                intrusion_add(rc, r, t->pid, t->start_time, rt - from);
+        return true;
+}
+
+/*
+ * The intruder the CPU names left without a sched_switch event reaching us (the tracepoint stays silent for
+ * some switches, and rtd's program misses a few more around idle: docs/metrics.md). Its CPU time since the
+ * last fold is still exact if it has not been switched in anywhere since (sched_info.pcount unchanged) or has
+ * not migrated (se.nr_migrations unchanged): then all of its sum_exec_runtime growth happened here. Otherwise
+ * that slice is lost, and counted.
+ */
+static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
+        struct task_struct *x;
+        struct rtd_task *st;
+
+        if (!c->cur_intruder || !c->cur_pid || !bpf_task_from_pid) {
+                __sync_fetch_and_add(&c->unrecovered, c->cur_intruder);
+                return;
+        }
+        x = bpf_task_from_pid(c->cur_pid);
+        if (!x) {
+                __sync_fetch_and_add(&c->unrecovered, 1);
+                return;
+        }
+        if (x->start_time != c->cur_start_time) {
+                __sync_fetch_and_add(&c->unrecovered, 1);
+                bpf_task_release(x);
+                return;
+        }
+        st = bpf_task_storage_get(&task_store, x, NULL, 0);
+        /* Closed already where it was switched in next (open_close()), or by us now. */
+        if (st && st->open_cpu != cpu + 1) {
+                bpf_task_release(x);
+                return;
+        }
+        if (st && __sync_val_compare_and_swap(&st->open_cpu, cpu + 1, 0) != cpu + 1) {
+                bpf_task_release(x);
+                return;
+        }
+        if ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
+            x->se.nr_migrations == c->cur_migrations)
+                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime, NULL);
+        else
+                __sync_fetch_and_add(&c->unrecovered, 1);
+        bpf_task_release(x);
+}
