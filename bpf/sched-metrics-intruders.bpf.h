@@ -78,21 +78,22 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
 }
 
 /*
- * next is switched in (any CPU) while still open on a reserved CPU: its switch-out there never reached us.
- * It has not run since, so its se.sum_exec_runtime now is where that slice ended: the slice is exact, and
- * added to that CPU's figures now (the compare-and-swap makes one CPU close it, this one or the reserved
+ * t is switched in (any CPU) while still open on a reserved CPU: its switch-out there never reached us.
+ * It has not run since, so its se.sum_exec_runtime now (or, for a switch-in that never reached us either,
+ * the runtime CFS noted when it picked it: end) is where that slice ended: the slice is exact, and added to
+ * that CPU's figures now (the compare-and-swap makes one CPU close it, this one or the reserved
  * one in recover()). Returns whether this call closed it.
  */
-static __always_inline bool open_close(struct task_struct *t, struct rtd_task *st) {
+static __always_inline bool open_close(struct task_struct *t, struct rtd_task *st, __u64 end) {
         __u32 open = st->open_cpu, r = open - 1;
-        __u64 rt = t->se.sum_exec_runtime, from = st->open_runtime;
+        __u64 from = st->open_runtime;
         struct rtd_cpu *rc;
 
         if (!open || __sync_val_compare_and_swap(&st->open_cpu, open, 0) != open)
                 return false;
         rc = cpu_get(r);
-        if (rc && rt > from)
-                intrusion_add(rc, r, t->pid, t->start_time, rt - from);
+        if (rc && end > from)
+                intrusion_add(rc, r, t->pid, t->start_time, end - from);
         return true;
 }
 

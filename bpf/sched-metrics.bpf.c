@@ -417,6 +417,12 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                         __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
                         bool fair = policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE;
 
+                        /* Still open from a run whose switch-out we missed too (here or elsewhere): that
+                         * run ended where CFS picked it for this one. */
+                        struct rtd_task *ot = btf ? task_get(btf, prev, prev_pid, false) : NULL;
+
+                        if (ot && ot->open_cpu && !(fair && open_close(prev, ot, picked)))
+                                ot->open_cpu = 0;
                         /* The run is counted either way; a non-fair slice is lost (unrecovered). */
                         intruder_begin(btf, c, cpu, prev, prev_pid, pt, fair ? picked : rt, false);
                         intruder_fold(c, cpu, prev_pid, rt, NULL);
@@ -453,7 +459,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 
         /* Switched in while still open somewhere (its switch-out there never reached us): close it. */
         if (btf && nt && nt->open_cpu)
-                (void) open_close(next, nt);
+                (void) open_close(next, nt, next->se.sum_exec_runtime);
         cur_begin(btf, c, cpu, next, next_pid, nt);
         if (!next_pid)
                 return 0;
@@ -605,6 +611,16 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
         c->missed_events++;
         if (btf)
                 recover(c, cpu);
+        if (btf && pid) {
+                /* Still open from a run whose switch-out we missed too: it ended where CFS picked it now. */
+                struct rtd_task *ot = task_get(btf, t, pid, false);
+                __u32 pol = TREAD(btf, t, policy);
+
+                if (ot && ot->open_cpu &&
+                    !((pol == SCHED_NORMAL || pol == SCHED_BATCH || pol == SCHED_IDLE) &&
+                      open_close(t, ot, TREAD(btf, t, se.prev_sum_exec_runtime))))
+                        ot->open_cpu = 0;
+        }
         cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
         if (!stamp_wakeups)
                 c->cur_arrivals = TREAD(btf, t, sched_info.pcount);
