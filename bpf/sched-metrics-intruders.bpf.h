@@ -84,15 +84,21 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
  * that CPU's figures now (the compare-and-swap makes one CPU close it, this one or the reserved
  * one in recover()). Returns whether this call closed it.
  */
-static __always_inline bool open_close(struct task_struct *t, struct rtd_task *st, __u64 end) {
+static __always_inline bool open_close(struct task_struct *t, struct rtd_task *st, __u64 end, __u64 arrivals) {
         __u32 open = st->open_cpu, r = open - 1;
-        __u64 from = st->open_runtime;
+        __u64 from = st->open_runtime, expect = st->open_arrivals;
         struct rtd_cpu *rc;
 
         if (!open || __sync_val_compare_and_swap(&st->open_cpu, open, 0) != open)
                 return false;
         rc = cpu_get(r);
-        if (rc && end > from)
+        if (!rc)
+                return true;
+        /* Switched in anywhere since (a switch-in that never reached us either): its runtime since is not
+         * all that CPU's. Counted there as a slice left out. */
+        if (arrivals != expect)
+                __sync_fetch_and_add(&rc->unrecovered, 1);
+        else if (end > from)
                 intrusion_add(rc, r, t->pid, t->start_time, end - from);
         return true;
 }

@@ -421,7 +421,8 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                          * run ended where CFS picked it for this one. */
                         struct rtd_task *ot = btf ? task_get(btf, prev, prev_pid, false) : NULL;
 
-                        if (ot && ot->open_cpu && !(fair && open_close(prev, ot, picked)))
+                        if (ot && ot->open_cpu &&
+                            !(fair && open_close(prev, ot, picked, prev->sched_info.pcount - 1)))
                                 ot->open_cpu = 0;
                         /* The run is counted either way; a non-fair slice is lost (unrecovered). */
                         intruder_begin(btf, c, cpu, prev, prev_pid, pt, fair ? picked : rt, false);
@@ -458,11 +459,18 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
         }
 
         /* Switched in while still open somewhere (its switch-out there never reached us): close it. */
+        /* (sched_info_arrive() runs after this tracepoint: pcount is still that of its last run.) */
         if (btf && nt && nt->open_cpu)
-                (void) open_close(next, nt, next->se.sum_exec_runtime);
+                (void) open_close(next, nt, next->se.sum_exec_runtime, next->sched_info.pcount);
         cur_begin(btf, c, cpu, next, next_pid, nt);
         if (!next_pid)
                 return 0;
+        if (btf && c->cur_intruder) {
+                struct rtd_task *st = task_get(btf, next, next_pid, false);
+
+                if (st)
+                        st->open_arrivals = next->sched_info.pcount + 1;
+        }
 
         if (stamp_wakeups) {
                 if (nt && nt->wake_ns) {
@@ -618,7 +626,8 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
 
                 if (ot && ot->open_cpu &&
                     !((pol == SCHED_NORMAL || pol == SCHED_BATCH || pol == SCHED_IDLE) &&
-                      open_close(t, ot, TREAD(btf, t, se.prev_sum_exec_runtime))))
+                      open_close(t, ot, TREAD(btf, t, se.prev_sum_exec_runtime),
+                                 TREAD(btf, t, sched_info.pcount) - 1)))
                         ot->open_cpu = 0;
         }
         cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
@@ -632,6 +641,8 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
 
                 struct rtd_task *st = btf ? task_get(btf, t, pid, false) : NULL;
 
+                if (st)
+                        st->open_arrivals = TREAD(btf, t, sched_info.pcount);
                 if ((policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE) &&
                     picked <= c->cur_start_runtime) {
                         c->cur_start_runtime = picked;

@@ -61,6 +61,7 @@ struct rtd_task {
         __u32 open_cpu;
         __u32 pad2;
         __u64 open_runtime;
+        __u64 open_arrivals;            /* its sched_info.pcount once that run's switch-in was done */
 };
 
 /* Per-CPU counters (one ARRAY slot per possible CPU). Counters only grow; state fields at the end. */
