@@ -1,25 +1,15 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /* Part of sched-metrics.bpf.c (included where these are first needed, sharing its maps and helpers): an
- * intruder's runs and exact CPU time on a reserved CPU, and closing a slice whose switch-out never reached
+ * intruder's runs and exact CPU time on a reserved CPU, and recovering a slice whose switch-out never reached
  * the programs. */
 
 /* A run of an intruder begins on a reserved CPU: count it, note where its CPU time starts, (re)take its
  * name (exec may have changed it). Its entry is made now; a full table sends it to "other". */
 static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *t,
-                                           __u32 pid, struct rtd_task *mark, __u64 start_runtime, bool open) {
+                                           __u32 pid, struct rtd_task *mark, __u64 start_runtime) {
         struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = TREAD(btf, t, start_time) };
         struct rtd_intruder *v;
 
-        if (btf && open) {
-                /* Noted on the task too: wherever it is switched in next, its slice here can be closed
-                 * exactly, also when its switch-out never reaches us (open_close()). */
-                struct rtd_task *st = task_get(btf, t, pid, true);
-
-                if (st) {
-                        st->open_runtime = start_runtime;
-                        st->open_cpu = cpu + 1;
-                }
-        }
         c->cur_intruder = 1;
         c->cur_start_time = k.start_time;
         c->cur_migrations = TREAD(btf, t, se.nr_migrations);
@@ -51,56 +41,21 @@ static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cp
  * CPU itself: no race with sched_switch), so a running hog's figure is at most one tick old and every
  * counter only ever adds exact deltas.
  */
-/* d ns of intruder (pid, start_time) on cpu c: atomic, a closing CPU may add to another's (open_close()). */
-static __always_inline void intrusion_add(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 start_time, __u64 d) {
-        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = start_time };
+static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime) {
+        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = c->cur_start_time };
         struct rtd_intruder *v;
-
-        __sync_fetch_and_add(&c->intrusion_ns, d);
-        v = bpf_map_lookup_elem(&intruders, &k);
-        if (v)
-                __sync_fetch_and_add(&v->ns, d);
-        else
-                __sync_fetch_and_add(&c->other_ns, d);
-}
-
-static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime,
-                                          struct rtd_task *st) {
         __u64 d;
 
         if (runtime <= c->cur_start_runtime)
                 return;
         d = runtime - c->cur_start_runtime;
         c->cur_start_runtime = runtime;
-        if (st)
-                st->open_runtime = runtime;
-        intrusion_add(c, cpu, pid, c->cur_start_time, d);
-}
-
-/*
- * t is switched in (any CPU) while still open on a reserved CPU: its switch-out there never reached us.
- * It has not run since, so its se.sum_exec_runtime now (or, for a switch-in that never reached us either,
- * the runtime CFS noted when it picked it: end) is where that slice ended: the slice is exact, and added to
- * that CPU's figures now (the compare-and-swap makes one CPU close it, this one or the reserved
- * one in recover()). Returns whether this call closed it.
- */
-static __always_inline bool open_close(struct task_struct *t, struct rtd_task *st, __u64 end, __u64 arrivals) {
-        __u32 open = st->open_cpu, r = open - 1;
-        __u64 from = st->open_runtime, expect = st->open_arrivals;
-        struct rtd_cpu *rc;
-
-        if (!open || __sync_val_compare_and_swap(&st->open_cpu, open, 0) != open)
-                return false;
-        rc = cpu_get(r);
-        if (!rc)
-                return true;
-        /* Switched in anywhere since (a switch-in that never reached us either): its runtime since is not
-         * all that CPU's. Counted there as a slice left out. */
-        if (arrivals != expect)
-                __sync_fetch_and_add(&rc->unrecovered, 1);
-        else if (end > from)
-                intrusion_add(rc, r, t->pid, t->start_time, end - from);
-        return true;
+        c->intrusion_ns += d;
+        v = bpf_map_lookup_elem(&intruders, &k);
+        if (v)
+                v->ns += d;
+        else
+                c->other_ns += d;
 }
 
 /*
@@ -112,36 +67,21 @@ static __always_inline bool open_close(struct task_struct *t, struct rtd_task *s
  */
 static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
         struct task_struct *x;
-        struct rtd_task *st;
 
         if (!c->cur_intruder || !c->cur_pid || !bpf_task_from_pid) {
-                __sync_fetch_and_add(&c->unrecovered, c->cur_intruder);
+                c->unrecovered += c->cur_intruder;
                 return;
         }
         x = bpf_task_from_pid(c->cur_pid);
         if (!x) {
-                __sync_fetch_and_add(&c->unrecovered, 1);
+                c->unrecovered++;
                 return;
         }
-        if (x->start_time != c->cur_start_time) {
-                __sync_fetch_and_add(&c->unrecovered, 1);
-                bpf_task_release(x);
-                return;
-        }
-        st = bpf_task_storage_get(&task_store, x, NULL, 0);
-        /* Closed already where it was switched in next (open_close()), or by us now. */
-        if (st && st->open_cpu != cpu + 1) {
-                bpf_task_release(x);
-                return;
-        }
-        if (st && __sync_val_compare_and_swap(&st->open_cpu, cpu + 1, 0) != cpu + 1) {
-                bpf_task_release(x);
-                return;
-        }
-        if ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
-            x->se.nr_migrations == c->cur_migrations)
-                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime, NULL);
+        if (x->start_time == c->cur_start_time &&
+            ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
+             x->se.nr_migrations == c->cur_migrations))
+                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime);
         else
-                __sync_fetch_and_add(&c->unrecovered, 1);
+                c->unrecovered++;
         bpf_task_release(x);
 }

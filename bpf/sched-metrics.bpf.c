@@ -258,7 +258,7 @@ static __always_inline void cur_begin(bool btf, struct rtd_cpu *c, __u32 cpu, st
                 c->cur_job_id = nt->job_id;
                 c->cur_start_runtime = TREAD(btf, next, se.sum_exec_runtime);
         } else if (!exempt(nt) && cpu_reserved(cpu))
-                intruder_begin(btf, c, cpu, next, next_pid, nt, TREAD(btf, next, se.sum_exec_runtime), true);
+                intruder_begin(btf, c, cpu, next, next_pid, nt, TREAD(btf, next, se.sum_exec_runtime));
 }
 
 static __always_inline void runq_record(struct rtd_cpu *c, struct rtd_job *j, __u64 d) {
@@ -399,12 +399,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                 }
 
                 if (was_cur && c->cur_intruder) {
-                        struct rtd_task *st = btf ? task_get(btf, prev, prev_pid, false) : NULL;
-
-                        intruder_fold(c, cpu, prev_pid, TREAD(btf, prev, se.sum_exec_runtime), NULL);
-                        /* Closed here, seen: no other CPU adds to this slice. */
-                        if (st && st->open_cpu == cpu + 1)
-                                (void) __sync_val_compare_and_swap(&st->open_cpu, cpu + 1, 0);
+                        intruder_fold(c, cpu, prev_pid, TREAD(btf, prev, se.sum_exec_runtime));
                 } else if (!was_cur && !prev_rtd && cpu_reserved(cpu)) {
                         /*
                          * An intruder whose switch-in never reached us. CFS notes a task's runtime when it
@@ -417,17 +412,10 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                         __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
                         bool fair = policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE;
 
-                        /* Still open from a run whose switch-out we missed too (here or elsewhere): that
-                         * run ended where CFS picked it for this one. */
-                        struct rtd_task *ot = btf ? task_get(btf, prev, prev_pid, false) : NULL;
-
-                        if (ot && ot->open_cpu &&
-                            !(fair && open_close(prev, ot, picked, prev->sched_info.pcount - 1)))
-                                ot->open_cpu = 0;
                         /* The run is counted either way; a non-fair slice is lost (unrecovered). */
-                        intruder_begin(btf, c, cpu, prev, prev_pid, pt, fair ? picked : rt, false);
-                        intruder_fold(c, cpu, prev_pid, rt, NULL);
-                        __sync_fetch_and_add(&c->unrecovered, !fair);
+                        intruder_begin(btf, c, cpu, prev, prev_pid, pt, fair ? picked : rt);
+                        intruder_fold(c, cpu, prev_pid, rt);
+                        c->unrecovered += !fair;
                 }
                 if (j) {
                         __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
@@ -458,19 +446,9 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                 }
         }
 
-        /* Switched in while still open somewhere (its switch-out there never reached us): close it. */
-        /* (sched_info_arrive() runs after this tracepoint: pcount is still that of its last run.) */
-        if (btf && nt && nt->open_cpu)
-                (void) open_close(next, nt, next->se.sum_exec_runtime, next->sched_info.pcount);
         cur_begin(btf, c, cpu, next, next_pid, nt);
         if (!next_pid)
                 return 0;
-        if (btf && c->cur_intruder) {
-                struct rtd_task *st = task_get(btf, next, next_pid, false);
-
-                if (st)
-                        st->open_arrivals = next->sched_info.pcount + 1;
-        }
 
         if (stamp_wakeups) {
                 if (nt && nt->wake_ns) {
@@ -604,8 +582,7 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
 
         if (pid == c->cur_pid) {
                 if (c->cur_intruder)
-                        intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime),
-                                      btf ? task_get(btf, t, pid, false) : NULL);
+                        intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
                 else if (pid && !c->cur_job_id) {
                         /* rtd marks a job from another CPU after it started: a job that never leaves
                          * (a busy SCHED_FIFO loop) is attributed from its first tick after the mark. */
@@ -619,17 +596,6 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
         c->missed_events++;
         if (btf)
                 recover(c, cpu);
-        if (btf && pid) {
-                /* Still open from a run whose switch-out we missed too: it ended where CFS picked it now. */
-                struct rtd_task *ot = task_get(btf, t, pid, false);
-                __u32 pol = TREAD(btf, t, policy);
-
-                if (ot && ot->open_cpu &&
-                    !((pol == SCHED_NORMAL || pol == SCHED_BATCH || pol == SCHED_IDLE) &&
-                      open_close(t, ot, TREAD(btf, t, se.prev_sum_exec_runtime),
-                                 TREAD(btf, t, sched_info.pcount) - 1)))
-                        ot->open_cpu = 0;
-        }
         cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
         if (!stamp_wakeups)
                 c->cur_arrivals = TREAD(btf, t, sched_info.pcount);
@@ -639,18 +605,12 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
                 __u32 policy = TREAD(btf, t, policy);
                 __u64 picked = TREAD(btf, t, se.prev_sum_exec_runtime);
 
-                struct rtd_task *st = btf ? task_get(btf, t, pid, false) : NULL;
-
-                if (st)
-                        st->open_arrivals = TREAD(btf, t, sched_info.pcount);
                 if ((policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE) &&
-                    picked <= c->cur_start_runtime) {
+                    picked <= c->cur_start_runtime)
                         c->cur_start_runtime = picked;
-                        if (st)
-                                st->open_runtime = picked;
-                } else
-                        __sync_fetch_and_add(&c->unrecovered, 1);
-                intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime), st);
+                else
+                        c->unrecovered++;
+                intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
         }
 }
 

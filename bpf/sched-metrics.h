@@ -57,11 +57,6 @@ struct rtd_task {
         __u64 last_runtime;             /* se.sum_exec_runtime */
         __u64 last_nvcsw;
         __u64 last_nivcsw;
-        /* intruders (tp_btf): running on reserved CPU open_cpu - 1 (0: not), se.sum_exec_runtime folded up to */
-        __u32 open_cpu;
-        __u32 pad2;
-        __u64 open_runtime;
-        __u64 open_arrivals;            /* its sched_info.pcount once that run's switch-in was done */
 };
 
 /* Per-CPU counters (one ARRAY slot per possible CPU). Counters only grow; state fields at the end. */
