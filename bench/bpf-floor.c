@@ -50,8 +50,9 @@ int main(int argc, char **argv) {
                         continue;
                 __u32 len = sizeof info;
                 if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0)
-                        printf("{\"name\": \"%s\", \"runs\": %llu, \"run_ns\": %llu}\n", bpf_program__name(p),
-                               (unsigned long long) info.run_cnt, (unsigned long long) info.run_time_ns);
+                        printf("{\"name\": \"%s\", \"runs\": %llu, \"run_ns\": %llu, \"recursion_misses\": %llu}\n", bpf_program__name(p),
+                               (unsigned long long) info.run_cnt, (unsigned long long) info.run_time_ns,
+                               (unsigned long long) info.recursion_misses);
         }
         close(stats_fd);
         bpf_object__close(obj);

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-# Checks the benchmark's own tools, fast and without root: memwalk and hog do the work they claim and
+# Checks the benchmark's own tools, fast and without root: memwalk, hog and floor do the work they claim and
 # reject bad input; bench/run's parsers read perf and cyclictest output right; bench/dispatch judges its
 # targets from the figures and rewrites only its own section; bench/report.py rewrites
 # only its own sections of docs/benchmarks.md and judges the targets from the figures.
@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.environ.get('RTD_BUILD_DIR', '')
 MEMWALK = os.path.join(BUILD, 'bench', 'memwalk')
 HOG = os.path.join(BUILD, 'bench', 'hog')
+FLOOR = os.path.join(BUILD, 'bench', 'floor')
 sys.path.insert(0, HERE)
 passed = failed = skipped = 0
 
@@ -86,6 +87,26 @@ def test_hog():
         for args, word in ((['disk'], 'mode'), (['mem', '-m', '3T'], '-m SIZE'), (['cpu', '-d', '0'], '-d SECONDS')):
                 p = subprocess.run([HOG, *args], capture_output=True, text=True, timeout=10)
                 check(f'hog rejects {args}', p.returncode == 2 and word in p.stderr, p.stderr)
+
+
+def test_floor():
+        """bench/floor's summary is what its gap list says (count, stolen time, max, histogram)."""
+        with tempfile.TemporaryDirectory() as d:
+                gaps = os.path.join(d, 'gaps')
+                p = subprocess.run([FLOOR, '-d', '0.3', '-t', '500', '-g', gaps], capture_output=True, text=True,
+                                   timeout=30)
+                r = json.loads(p.stdout) if p.returncode == 0 else {}
+                with open(gaps) as f:
+                        period = int(f.readline())
+                        g = [int(line.split()[1]) for line in f]
+                ok = (r.get('loops', 0) > 0 and r['period_ns'] == period and r['gaps'] == len(g) and
+                      all(x > 500 for x in g) and r['stolen_ns'] == sum(x - period for x in g) and
+                      r['max_ns'] == max(g, default=0) and sum(r['hist_log2_ns']) == len(g) and
+                      0.29e9 <= r['end_ns'] - r['start_ns'] <= 0.5e9)
+                check('floor: the summary adds up from its gaps', ok, p.stdout[:300] + p.stderr)
+        for args in (['-t', '0'], ['-d', '0'], ['-d', 'x'], ['extra']):
+                p = subprocess.run([FLOOR, *args], capture_output=True, text=True, timeout=10)
+                check(f'floor rejects {args}', p.returncode == 2 and 'usage' in p.stderr, p.stderr)
 
 
 def test_parsers(run):
@@ -209,6 +230,7 @@ def main():
                 return 77
         test_memwalk()
         test_hog()
+        test_floor()
         test_parsers(load_script('run'))
         test_dispatch_report(load_script('dispatch'))
         test_report()

@@ -36,29 +36,6 @@ static __always_inline struct rtd_cpu *on_vec_exit(__u32 vec) {
         return c;
 }
 
-static __always_inline void tick_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
-        struct task_struct *t = btf ? bpf_get_current_task_btf() : (struct task_struct *) bpf_get_current_task();
-        __u32 pid = TREAD(btf, t, pid);
-
-        if (pid == c->cur_pid) {
-                if (c->cur_intruder)
-                        intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
-                else if (pid && !c->cur_job_id) {
-                        /* rtd marks a job from another CPU after it started: a job that never leaves
-                         * (a busy SCHED_FIFO loop) is attributed from its first tick after the mark. */
-                        struct rtd_task *nt = task_get(btf, t, pid, false);
-
-                        if (nt && nt->kind == RTD_TASK_JOB)
-                                c->cur_job_id = nt->job_id;
-                }
-                return;
-        }
-        c->missed_events++;
-        if (btf)
-                recover(c, cpu);
-        cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
-}
-
 /*
  * The tick on a reserved CPU: the scheduler tick has just brought current's se.sum_exec_runtime up to
  * date (update_curr() in task_tick), so fold a running intruder's time now. A current task other than the
@@ -71,7 +48,7 @@ static __always_inline int on_tick_exit(bool btf) {
 
         kernel_hz = CONFIG_HZ;
         if (c && c->primed && cpu_reserved(cpu))
-                tick_check(btf, c, cpu);
+                cur_check(btf, c, cpu);
         on_vec_exit(RTD_VEC_LOC);
         return 0;
 }

@@ -241,85 +241,7 @@ static __always_inline bool exempt(struct rtd_task *t) {
         return t && (t->kind == RTD_TASK_WORKER || t->kind == RTD_TASK_JOB);
 }
 
-/* A run of an intruder begins on a reserved CPU: count it, note where its CPU time starts, (re)take its
- * name (exec may have changed it). Its entry is made now; a full table sends it to "other". */
-static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *t,
-                                           __u32 pid, struct rtd_task *mark, __u64 start_runtime) {
-        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = TREAD(btf, t, start_time) };
-        struct rtd_intruder *v;
-
-        c->cur_intruder = 1;
-        c->cur_start_time = k.start_time;
-        c->cur_migrations = TREAD(btf, t, se.nr_migrations);
-        c->cur_start_runtime = start_runtime;
-        c->intrusions++;
-        v = bpf_map_lookup_elem(&intruders, &k);
-        if (!v && c->table_used < intruder_table_size) {
-                struct rtd_intruder n = {
-                        .kind = mark && mark->kind == RTD_TASK_DAEMON ? RTD_INTRUDER_RTD :
-                                TREAD(btf, t, flags) & PF_KTHREAD ? RTD_INTRUDER_KERNEL : RTD_INTRUDER_USER,
-                        .tgid = TREAD(btf, t, tgid),
-                };
-                if (bpf_map_update_elem(&intruders, &k, &n, BPF_NOEXIST) == 0)
-                        c->table_used++;
-                v = bpf_map_lookup_elem(&intruders, &k);
-        }
-        if (!v) {
-                c->other_runs++;
-                return;
-        }
-        v->count++;
-        (void) bpf_core_read_str(v->comm, sizeof(v->comm), &t->comm);
-}
-
-/*
- * Add the current intruder's CPU time since its switch-in (or the last fold) to the CPU's total and its
- * entry: a delta of the kernel's own se.sum_exec_runtime, so no wall time, no IRQ time the kernel does not
- * charge it, no steal. Called at its switch-out and at each tick while it runs (local_timer_exit, on the
- * CPU itself: no race with sched_switch), so a running hog's figure is at most one tick old and every
- * counter only ever adds exact deltas.
- */
-static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime) {
-        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = c->cur_start_time };
-        struct rtd_intruder *v;
-        __u64 d;
-
-        if (runtime <= c->cur_start_runtime)
-                return;
-        d = runtime - c->cur_start_runtime;
-        c->cur_start_runtime = runtime;
-        c->intrusion_ns += d;
-        v = bpf_map_lookup_elem(&intruders, &k);
-        if (v)
-                v->ns += d;
-        else
-                c->other_ns += d;
-}
-
-/*
- * The intruder the CPU names left without a sched_switch event: on 6.18 the tracepoint itself stays silent
- * for some switches (ftrace misses the same ones: the audit tier shows it). Its CPU time since the last fold
- * is still exact if it has not migrated since its switch-in (se.nr_migrations unchanged): then all of its
- * sum_exec_runtime growth happened here. Otherwise that slice is lost, and counted.
- */
-static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
-        struct task_struct *x;
-
-        if (!c->cur_intruder || !c->cur_pid || !bpf_task_from_pid) {
-                c->unrecovered += c->cur_intruder;
-                return;
-        }
-        x = bpf_task_from_pid(c->cur_pid);
-        if (!x) {
-                c->unrecovered++;
-                return;
-        }
-        if (x->start_time == c->cur_start_time && x->se.nr_migrations == c->cur_migrations)
-                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime);
-        else
-                c->unrecovered++;
-        bpf_task_release(x);
-}
+#include "sched-metrics-intruders.bpf.h"
 
 /* The CPU's current task becomes next: an intruder (reserved CPU, not rtd's worker or job) starts a run. */
 static __always_inline void cur_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *next,
@@ -329,6 +251,7 @@ static __always_inline void cur_begin(bool btf, struct rtd_cpu *c, __u32 cpu, st
         c->cur_intruder = 0;
         c->cur_job_id = 0;
         c->cur_pcount = 0;
+        c->cur_arrivals = 0;
         if (!next_pid)
                 return;
         if (nt && nt->kind == RTD_TASK_JOB) {
@@ -535,6 +458,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                 }
         } else {
                 c->cur_pcount = TREAD(btf, next, sched_info.pcount);
+                c->cur_arrivals = c->cur_pcount + 1;    /* sched_info_arrive() runs after the tracepoint */
                 c->cur_run_delay = TREAD(btf, next, sched_info.run_delay);
         }
         return 0;
@@ -623,6 +547,12 @@ static __always_inline int on_fork(bool btf, struct task_struct *parent, struct 
         /* rtd's threads stay its own (intruders of kind rtd); a process it forks is a worker. */
         if (mark.kind == RTD_TASK_DAEMON && cpid == TREAD(btf, child, tgid))
                 mark.kind = RTD_TASK_WORKER;
+        /* A process a worker forks is the job rtd handed it (bpf_worker_job): the job's from birth, so its
+         * interrupts count before rtd's own mark lands. */
+        else if (mark.kind == RTD_TASK_WORKER && mark.job_id && cpid == TREAD(btf, child, tgid))
+                mark.kind = RTD_TASK_JOB;
+        if (mark.kind != RTD_TASK_JOB)
+                mark.job_id = 0;
         j = job_get(&mark);
 
         if (j)
@@ -640,6 +570,50 @@ static __always_inline int on_fork(bool btf, struct task_struct *parent, struct 
         return 0;
 }
 
+/*
+ * At an interrupt's exit on a reserved CPU (the tick, a numbered IRQ, a softirq): the current task is the one
+ * the CPU names, else a switch never reached us: counted, and the CPU takes up current from here, so what
+ * follows is attributed to the task that really runs. At the tick the scheduler has just brought current's
+ * se.sum_exec_runtime up to date (update_curr() in task_tick): a running intruder's time is folded.
+ */
+static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
+        struct task_struct *t = btf ? bpf_get_current_task_btf() : (struct task_struct *) bpf_get_current_task();
+        __u32 pid = TREAD(btf, t, pid);
+
+        if (pid == c->cur_pid) {
+                if (c->cur_intruder)
+                        intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
+                else if (pid && !c->cur_job_id) {
+                        /* rtd marks a job from another CPU after it started: a job that never leaves
+                         * (a busy SCHED_FIFO loop) is attributed from its first tick after the mark. */
+                        struct rtd_task *nt = task_get(btf, t, pid, false);
+
+                        if (nt && nt->kind == RTD_TASK_JOB)
+                                c->cur_job_id = nt->job_id;
+                }
+                return;
+        }
+        c->missed_events++;
+        if (btf)
+                recover(c, cpu);
+        cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
+        if (!stamp_wakeups)
+                c->cur_arrivals = TREAD(btf, t, sched_info.pcount);
+        if (c->cur_intruder) {
+                /* Its switch-in never reached us: CFS noted its runtime when it picked it (on this CPU, after
+                 * our last event here), so its slice since then is still the kernel's exact figure. */
+                __u32 policy = TREAD(btf, t, policy);
+                __u64 picked = TREAD(btf, t, se.prev_sum_exec_runtime);
+
+                if ((policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE) &&
+                    picked <= c->cur_start_runtime)
+                        c->cur_start_runtime = picked;
+                else
+                        c->unrecovered++;
+                intruder_fold(c, cpu, pid, TREAD(btf, t, se.sum_exec_runtime));
+        }
+}
+
 static __always_inline int on_irq_entry(bool btf, int irq, struct irqaction *action) {
         struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
 
@@ -652,13 +626,16 @@ static __always_inline int on_irq_entry(bool btf, int irq, struct irqaction *act
 }
 
 static __always_inline int on_irq_exit(bool btf, int irq, struct irqaction *action) {
-        struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
+        __u32 cpu = bpf_get_smp_processor_id();
+        struct rtd_cpu *c = cpu_get(cpu);
         __u64 now = bpf_ktime_get_ns(), d = 0;
         __u32 key = irq;
         struct rtd_irq *v;
 
         if (!c)
                 return 0;
+        if (c->primed && cpu_reserved(cpu))
+                cur_check(btf, c, cpu);
         if (c->hardirq_start_ns && now > c->hardirq_start_ns)
                 d = now - c->hardirq_start_ns;
         c->hardirq_start_ns = 0;
@@ -703,12 +680,15 @@ static __always_inline int on_softirq_entry(unsigned int vec) {
         return 0;
 }
 
-static __always_inline int on_softirq_exit(unsigned int vec) {
-        struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
+static __always_inline int on_softirq_exit(bool btf, unsigned int vec) {
+        __u32 cpu = bpf_get_smp_processor_id();
+        struct rtd_cpu *c = cpu_get(cpu);
         __u64 now = bpf_ktime_get_ns(), d = 0;
 
         if (!c || vec >= RTD_NR_SOFTIRQS)
                 return 0;
+        if (c->primed && cpu_reserved(cpu))
+                cur_check(btf, c, cpu);
         if (c->softirq_start_ns && now > c->softirq_start_ns)
                 d = now - c->softirq_start_ns;
         c->softirq_start_ns = 0;
@@ -781,7 +761,7 @@ int BPF_PROG(tp_softirq_entry, unsigned int vec) {
 
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(tp_softirq_exit, unsigned int vec) {
-        return on_softirq_exit(vec);
+        return on_softirq_exit(true, vec);
 }
 
 /* ---- raw_tp twins (no BTF-typed tracepoints); task marks live in task_hash ---- */
@@ -841,7 +821,7 @@ int BPF_PROG(raw_softirq_entry, unsigned int vec) {
 
 SEC("raw_tp/softirq_exit")
 int BPF_PROG(raw_softirq_exit, unsigned int vec) {
-        return on_softirq_exit(vec);
+        return on_softirq_exit(false, vec);
 }
 
 #include "sched-metrics-vectors.bpf.h"

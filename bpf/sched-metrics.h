@@ -94,6 +94,7 @@ struct rtd_cpu {
         __u32 cur_intruder;             /* current task is an intruder on a reserved CPU */
         __u64 hardirq_start_ns;
         __u64 softirq_start_ns;
+        __u64 cur_arrivals;             /* intruders: its sched_info.pcount once its switch-in is done */
 };
 
 /* Per-job counters, summed over the job's tasks on every CPU (atomic updates). */

@@ -154,6 +154,10 @@ static void print_plan(json_t *p) {
                 else
                         printf("  %s: %s\n", jstr(v, "what", "?"), jstr(v, "why", ""));
         }
+        json_array_foreach(json_object_get(p, "residual"), i, v)
+                if (json_is_true(json_object_get(v, "reaches")))
+                        printf("  still reaches the CPUs: %s (%s); remedy: %s\n", jstr(v, "source", "?"),
+                               jstr(v, "evidence", ""), jstr(v, "remedy", "-"));
         json_array_foreach(json_object_get(p, "boot_parameters"), i, v)
                 printf("  boot parameter %s: %s (%s)\n", jstr(v, "parameter", "?"), jstr(v, "why", ""),
                        json_is_true(json_object_get(v, "present")) ? "present on this boot" : "needs a reboot");

@@ -245,8 +245,16 @@ void view_reservation(View *v, json_t *r) {
         else
                 view_field(v, "Drift check", "off");
         bool first = true;
+        /* What still reaches the reserved CPUs on this kernel, with its remedy (older daemons: boot hints). */
+        json_array_foreach(json_object_get(r, "residual"), i, b)
+                if (json_is_true(json_object_get(b, "reaches"))) {
+                        view_field_color(v, first ? "Residual" : "", VC_WARN, "%s: %s",
+                                         view_jstr(v, b, "source", "?"), view_jstr(v, b, "evidence", ""));
+                        view_more(v, "  remedy: %s", view_jstr(v, b, "remedy", "-"));
+                        first = false;
+                }
         json_array_foreach(json_object_get(r, "boot_parameters"), i, b)
-                if (!json_is_true(json_object_get(b, "present"))) {
+                if (!json_object_get(r, "residual") && !json_is_true(json_object_get(b, "present"))) {
                         view_field(v, first ? "Needs reboot" : "", "%s (%s)", view_jstr(v, b, "parameter", "?"),
                                    view_jstr(v, b, "why", ""));
                         first = false;

@@ -44,6 +44,10 @@ typedef struct CpuCounters {
         uint64_t vec_ns[METRICS_NR_VECTORS];    /* 0 when counted from /proc/interrupts */
         uint64_t vec_kernel[METRICS_NR_VECTORS];        /* the same rows of /proc/interrupts (BPF: since attach) */
         uint64_t tlb_shootdowns;        /* /proc/interrupts' TLB row */
+        /* The kernel's own counts (BPF: since attach): the numbered rows of /proc/interrupts summed, and
+         * /proc/softirqs. Exact; the programs' counts above can fall short of them (docs/metrics.md). */
+        uint64_t hardirq_kernel;
+        uint64_t softirq_kernel[METRICS_NR_SOFTIRQS];
         uint64_t current_job;           /* job running now, 0 = none */
 } CpuCounters;
 
@@ -113,6 +117,8 @@ typedef struct Sample {
 /* procfs-metrics.c: the architecture rows of /proc/interrupts (LOC, RES, ...) into s->cpus[].vec_kernel, TLB
  * into tlb_shootdowns. */
 int procfs_read_vectors(int proc_fd, Sample *s);
+/* ... and the numbered rows summed into hardirq_kernel, /proc/softirqs into softirq_kernel. */
+int procfs_read_kernel_irqs(int proc_fd, Sample *s);
 
 void sample_done(Sample *s);
 
@@ -151,6 +157,8 @@ typedef struct CollectorOps {
         int (*read)(Collector *c, Sample *ret);
         void (*set_reserved)(Collector *c, const CpuSet *reserved);
         int (*track_task)(Collector *c, pid_t pid, uint64_t job_id, uint64_t cgroup_id);
+        /* Optional: the worker pid is about to fork the process of job_id (its child is the job from birth). */
+        int (*worker_job)(Collector *c, pid_t worker, uint64_t job_id);
         /* The job's counters; forget = drop them afterwards. -ENOENT if unknown. */
         int (*job_read)(Collector *c, uint64_t job_id, bool forget, JobCounters *ret);
         const char *(*attach_mode)(Collector *c);       /* "tp_btf", "raw_tp", or NULL */

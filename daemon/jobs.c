@@ -675,6 +675,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 .env = env,
         };
         (void) take_output_spares(jm, j, &wj, spare_out, spare_err, sizeof spare_out);
+        (void) metrics_worker_job(jm->manager->metrics, worker_pid(w), j->id);
         r = env ? worker_send_job(w, &wj) : -ENOMEM;
         /* The worker has its own copies now; what its child does not rename goes when the job ends. */
         safe_close(wj.stdout_fd);

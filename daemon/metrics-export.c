@@ -537,7 +537,8 @@ static json_t *cpu_json(Metrics *x, unsigned i) {
                 soft += c->softirq_count[v];
                 psoft += p ? p->softirq_count[v] : 0;
                 (void) json_object_set_new(softirqs, softirq_names[v],
-                                           json_pack("{s:I, s:f}", "count", (json_int_t) c->softirq_count[v],
+                                           json_pack("{s:I, s:I, s:f}", "count", (json_int_t) c->softirq_count[v],
+                                                     "kernel_count", (json_int_t) c->softirq_kernel[v],
                                                      "seconds", c->softirq_ns[v] / 1e9));
         }
         hist = json_array();
@@ -562,6 +563,7 @@ static json_t *cpu_json(Metrics *x, unsigned i) {
         if (!j)
                 return NULL;
         (void) json_object_set_new(j, "current_job", c->current_job ? json_integer(c->current_job) : json_null());
+        (void) json_object_set_new(j, "hardirqs_kernel", json_integer(c->hardirq_kernel));
         (void) json_object_set_new(j, "missed_events", json_integer(c->missed_events));
         (void) json_object_set_new(j, "missed_unrecovered", json_integer(c->unrecovered));
         (void) json_object_set_new(j, "vectors", vectors_json(c, p, secs));

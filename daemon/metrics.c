@@ -145,6 +145,12 @@ int metrics_track_task(Metrics *x, pid_t pid, uint64_t job_id, uint64_t cgroup_i
         return x->collector->ops->track_task(x->collector, pid, job_id, cgroup_id);
 }
 
+int metrics_worker_job(Metrics *x, pid_t worker, uint64_t job_id) {
+        if (!x || !x->collector->ops->worker_job || worker <= 0)
+                return 0;
+        return x->collector->ops->worker_job(x->collector, worker, job_id);
+}
+
 void metrics_refresh(Metrics *x) {
         if (x)
                 collect(x);

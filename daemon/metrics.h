@@ -18,6 +18,9 @@ void metrics_set_program_stats(Metrics *x, bool on);
 void metrics_set_reserved(Metrics *x, const CpuSet *reserved);
 /* Mark pid (and every task it forks later) as rtd's own: job_id 0 = a worker, else that job. */
 int metrics_track_task(Metrics *x, pid_t pid, uint64_t job_id, uint64_t cgroup_id);
+/* Before a worker is handed job_id: the process it forks next is that job from its first instruction, so
+ * interrupts before metrics_track_task() lands are the job's too. */
+int metrics_worker_job(Metrics *x, pid_t worker, uint64_t job_id);
 /* A job ended: its scheduling figures as a JSON object stored with the job; forgets the job. */
 json_t *metrics_job_finish(Metrics *x, uint64_t job_id);
 /* Daemon-side dispatch latency (accepted → exec) of one job, for the histogram. */

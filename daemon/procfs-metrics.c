@@ -157,7 +157,38 @@ int procfs_read_vectors(int proc_fd, Sample *s) {
         return 0;
 }
 
-static void read_softirqs(int proc_fd, Sample *s) {
+static void read_softirqs(int proc_fd, Sample *s, bool kernel);
+
+int procfs_read_kernel_irqs(int proc_fd, Sample *s) {
+        _cleanup_free_ char *text = NULL;
+        char *save = NULL;
+        int r;
+
+        r = read_full_file_at(proc_fd, "interrupts", &text, NULL);
+        if (r < 0)
+                return r;
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                char *p = l, *end;
+
+                while (*p == ' ')
+                        p++;
+                (void) strtoul(p, &end, 10);
+                if (end == p || *end != ':')
+                        continue;       /* header and the architecture rows */
+                p = end + 1;
+                for (unsigned cpu = 0; cpu < s->n_cpus; cpu++) {
+                        uint64_t x = strtoull(p, &end, 10);
+                        if (end == p)
+                                break;
+                        s->cpus[cpu].hardirq_kernel += x;
+                        p = end;
+                }
+        }
+        read_softirqs(proc_fd, s, true);
+        return 0;
+}
+
+static void read_softirqs(int proc_fd, Sample *s, bool kernel) {
         _cleanup_free_ char *text = NULL;
         char *save = NULL;
 
@@ -179,7 +210,10 @@ static void read_softirqs(int proc_fd, Sample *s) {
                                 uint64_t x = strtoull(p, &end, 10);
                                 if (end == p)
                                         break;
-                                s->cpus[cpu].softirq_count[v] = x;
+                                if (kernel)
+                                        s->cpus[cpu].softirq_kernel[v] = x;
+                                else
+                                        s->cpus[cpu].softirq_count[v] = x;
                                 p = end;
                         }
                         break;
@@ -221,6 +255,7 @@ static int read_pid(int proc_fd, pid_t pid, JobCounters *ret) {
 static int procfs_read(Collector *c, Sample *s) {
         ProcfsCollector *p = (ProcfsCollector *) c;
         struct timespec ts;
+        int r;
 
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
         s->time_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
@@ -229,13 +264,18 @@ static int procfs_read(Collector *c, Sample *s) {
         if (!s->cpus)
                 return -ENOMEM;
         read_schedstat(c->proc_fd, s);
-        read_softirqs(c->proc_fd, s);
+        read_softirqs(c->proc_fd, s, false);
         (void) procfs_read_vectors(c->proc_fd, s);
         for (unsigned i = 0; i < s->n_cpus; i++)
                 memcpy(s->cpus[i].vec_count, s->cpus[i].vec_kernel, sizeof s->cpus[i].vec_count);
         for (size_t i = 0; i < p->n_tracked; i++)
                 (void) read_pid(c->proc_fd, p->tracked[i].pid, &p->tracked[i].last);
-        return read_interrupts(c->proc_fd, s);
+        r = read_interrupts(c->proc_fd, s);
+        for (unsigned i = 0; i < s->n_cpus; i++) {
+                s->cpus[i].hardirq_kernel = s->cpus[i].hardirq_count;
+                memcpy(s->cpus[i].softirq_kernel, s->cpus[i].softirq_count, sizeof s->cpus[i].softirq_kernel);
+        }
+        return r;
 }
 
 static void procfs_set_reserved(Collector *c, const CpuSet *reserved) {

@@ -13,6 +13,7 @@
 #include "manager.h"
 #include "messages.h"
 #include "reserve.h"
+#include "residual.h"
 #include "restore.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
@@ -584,6 +585,7 @@ json_t *reservation_to_json(Reservation *r) {
                                                   (json_int_t) r->last_check_realtime));
         json_object_set_new(json_object_get(o, "drift"), "walks_cut_short", json_integer((json_int_t) r->walks_cut_short));
         json_object_set_new(o, "boot_parameters", boot_hints(r, &r->reserved));
+        json_object_set_new(o, "residual", residual_sources(r->proc_fd, r->sys_fd, &r->reserved));
         json_object_set_new(o, "journal", json_pack("{s:s, s:I}", "file", JOURNAL_FILE, "entries",
                                                     (json_int_t) r->journal->n_entries));
         if (r->last_restore)
@@ -671,6 +673,8 @@ int reservation_plan(Reservation *r, const CpuSet *cpus, json_t **ret, char **re
                       (json_int_t) ts.own,
                       "cannot", cannot,
                       "boot_parameters", boot_hints(r, cpus));
+        if (o)
+                json_object_set_new(o, "residual", residual_sources(r->proc_fd, r->sys_fd, cpus));
         irq_state_done(&irq);
         tune_state_done(&tune);
         cgroup_state_done(&cg);

@@ -59,6 +59,8 @@ class Trace:
         _write(os.path.join(self.remote, "trace_clock"), "mono")
         _write(os.path.join(self.remote, "buffer_size_kb"), "262144")
         _write(os.path.join(self.remote, "events/sched/sched_stat_runtime/enable"), "1")
+        # A worker may fork its job on another CPU before the job moves here: forks everywhere.
+        _write(os.path.join(self.remote, "events/sched/sched_process_fork/enable"), "1")
         _write(os.path.join(self.remote, "tracing_on"), "1")
         _write(os.path.join(self.dir, "tracing_on"), "1")
 
@@ -157,11 +159,13 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
         edge = a0 <= ts <= t0 or t1 < ts <= b1
         kv = dict(KV.findall(rest))
         if name.startswith("remote_"):
-            if name != "remote_sched_stat_runtime":
+            if name == "remote_sched_process_fork":
+                name = "sched_process_fork"
+            elif name != "remote_sched_stat_runtime":
                 continue
         else:
             on_cpu = pid
-        if pid == 0 and not name.startswith("remote_"):
+        if pid == 0 and not name.startswith("remote_") and name != "sched_process_fork":
             idle_seen = ts
         if name == "sched_process_fork":
             # What a worker forks is a job; what a job forks belongs to it.

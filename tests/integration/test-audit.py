@@ -77,16 +77,16 @@ class Audit:
         self.a, self.b = A["cpus"][CPU], B["cpus"][CPU]
         self.rows, self.bad = [], []
 
-    def count(self, figure, rtd, kernel, missed=0):
-        """rtd's delta may hold events of the spans where it read: kernel <= rtd <= kernel + ambiguous. Runs
-        the kernel skipped of rtd's program (rtd counts and shows them: `missed`) are the only shortfall."""
-        ok = kernel - missed <= rtd <= kernel + self.f.ambiguous
+    def count(self, figure, rtd, kernel, missed=0, over=0):
+        """rtd's delta may hold events of the spans where it read: kernel <= rtd <= kernel + ambiguous. Events
+        rtd's programs never saw and rtd shows (`missed`) are the only shortfall (`over`: or excess)."""
+        ok = kernel - missed <= rtd <= kernel + self.f.ambiguous + over
         self.rows.append((figure, rtd, kernel, f"{rtd - kernel}" + (f" (rtd shows {missed} missed)" if missed else ""), ok))
         if not ok:
             self.bad.append(figure)
 
-    def seconds(self, figure, rtd, kernel, slack=0.0, floor=0.0):
-        ok = abs(rtd - kernel) <= 0.02 * kernel + slack + floor
+    def seconds(self, figure, rtd, kernel, slack=0.0, floor=0.0, short_ok=False):
+        ok = abs(rtd - kernel) <= 0.02 * kernel + slack + floor or short_ok and rtd <= kernel
         self.rows.append((figure, "%.6f" % rtd, "%.6f" % kernel,
                           "%+.2f%%" % (100 * (rtd - kernel) / kernel) if kernel else "%+.6f" % (rtd - kernel), ok))
         if not ok:
@@ -96,7 +96,8 @@ class Audit:
         print(f"  {self.scenario}: rtd's reading spans {self.f.spans[0] * 1e6:.0f} us and {self.f.spans[1] * 1e6:.0f} us, "
               f"events in them {self.f.ambiguous} ({self.f.ambiguous_s * 1e3:.3f} ms of intruder time), switches from idle "
               f"ftrace did not record (reconstructed) {self.f.reconstructed}, trace lost "
-              f"{self.lost}, rtd missed events {self.b['missed_events'] - self.a['missed_events']}")
+              f"{self.lost}, rtd missed events {self.b['missed_events'] - self.a['missed_events']} "
+              f"(unrecovered {self.b['missed_unrecovered'] - self.a['missed_unrecovered']})")
         top = sorted(self.f.by_pid.items(), key=lambda kv: -kv[1][1])[:5]
         print("    kernel's top intruders: " + ", ".join(f"{c}/{p} {r} runs {s * 1e3:.3f} ms" for p, (r, s, c) in top))
         print(f"    {'figure':34} | {'rtd':>12} | {'kernel':>12} | difference")
@@ -133,28 +134,36 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
     def switches(c):
         return c["context_switches"]["voluntary"] + c["context_switches"]["involuntary"]
 
-    au.count("context switches", switches(b) - switches(a), f.switches)
-    au.count("intrusions (runs)", d("intrusions"), f.intrusions)
-    au.seconds("intrusion seconds", d("intrusion_seconds"), f.intrusion_s, slack=f.ambiguous_s)
-    au.count("hardirqs (numbered)", d("hardirqs"), sum(f.irqs.values()))
-    def missed(prog):
-        runs = {p["name"]: p.get("missed", 0) for p in B["bpf_programs"]}
-        return runs.get(prog, 0) - {p["name"]: p.get("missed", 0) for p in A["bpf_programs"]}.get(prog, 0)
+    # Switches the tracepoint never fired for are missed by ftrace and rtd alike (the trace reconstructs
+    # them); a switch only rtd's program missed is in rtd's missed_events: each can change one run.
+    missed_sw = d("missed_events")
+    au.count("context switches", switches(b) - switches(a), f.switches, missed_sw)
+    au.count("intrusions (runs)", d("intrusions"), f.intrusions, missed_sw, over=missed_sw)
+    # A slice rtd could not recover is in its missed_unrecovered: only then may its time fall short.
+    au.seconds("intrusion seconds", d("intrusion_seconds"), f.intrusion_s, slack=f.ambiguous_s,
+               short_ok=d("missed_unrecovered") > 0)
+    # Counts: the kernel's own counter in rtd's sample must be exact; the count rtd's programs saw (with
+    # their time) may fall short of it by events whose tracepoint never ran them, which rtd shows.
+    au.count("hardirqs (numbered, kernel's count in rtd)", d("hardirqs_kernel"), sum(f.irqs.values()))
+    au.count("hardirqs (numbered, traced by rtd)", d("hardirqs"), sum(f.irqs.values()),
+             d("hardirqs_kernel") - d("hardirqs"))
 
     for v, n in sorted(f.softirqs.items()):
-        au.count(f"softirq {v}", b["softirqs"][v]["count"] - a["softirqs"][v]["count"], n, missed("softirq_exit"))
-    prog = {"LOC": "local_timer_exit", "RES": "reschedule_exit", "IWI": "irq_work_exit"}
+        kc = b["softirqs"][v]["kernel_count"] - a["softirqs"][v]["kernel_count"]
+        tc = b["softirqs"][v]["count"] - a["softirqs"][v]["count"]
+        au.count(f"softirq {v} (kernel's count in rtd)", kc, n)
+        au.count(f"softirq {v} (traced by rtd)", tc, n, kc - tc)
     for row in ("LOC", "RES", "CAL", "IWI"):
         kn = f.vectors.get(row, [0, 0.0])
-        m = missed("call_function_exit") + missed("call_function_single_exit") if row == "CAL" else missed(prog[row])
-        au.count(f"vector {row}", b["vectors"][row]["count"] - a["vectors"][row]["count"], kn[0], m)
-        # The kernel's own counter, read by rtd at the end of each sample: checks the trace itself.
-        au.count(f"vector {row} (/proc/interrupts in rtd's sample)",
-                 b["vectors"][row]["kernel_count"] - a["vectors"][row]["kernel_count"], kn[0])
+        kc = b["vectors"][row]["kernel_count"] - a["vectors"][row]["kernel_count"]
+        tc = b["vectors"][row]["count"] - a["vectors"][row]["count"]
+        au.count(f"vector {row} (kernel's count in rtd)", kc, kn[0])
+        au.count(f"vector {row} (traced by rtd)", tc, kn[0], kc - tc)
         if kn[0]:
-            # Handler time: both clocks stamp the same tracepoints, each after its own probe's cost.
+            # Handler time: both clocks stamp the same tracepoints, each after its own probe's cost. The
+            # events rtd shows it did not see have no time in its figure: their mean time in the trace.
             au.seconds(f"vector {row} seconds", b["vectors"][row]["seconds"] - a["vectors"][row]["seconds"], kn[1],
-                       floor=kn[0] * 2e-6)
+                       floor=kn[0] * 2e-6 + max(0, kc - tc) * kn[1] / kn[0])
     # /proc/interrupts brackets the window (read before A and after B): never below the trace's count.
     ints0, soft0, ints1, soft1 = procs
     for row in ("LOC", "RES", "CAL", "IWI"):
@@ -172,7 +181,7 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
     unnamed = [p for p, (runs, _, _) in f.by_pid.items() if runs and after.get(p, [0])[0] == 0]
     named_runs = sum(after.get(p, [0])[0] for p in f.by_pid)
     au.count("runs of named intruders + other", named_runs + other_runs,
-             sum(r for r, _, _ in f.by_pid.values()))
+             sum(r for r, _, _ in f.by_pid.values()), missed_sw, over=missed_sw)
     if unnamed and not other_runs:
         au.bad.append(f"intruders the trace saw but rtd did not name: {unnamed}")
     for pid, info in ctx.get("known", {}).items():
@@ -221,6 +230,15 @@ def reap_known(p, comm):
 
 @test
 def audit_reserved_cpu_against_the_kernel():
+    # RTD_AUDIT_REPEAT=N: N rounds in a row under one hold of the knob lock (each with its own rtd).
+    rounds = int(os.environ.get("RTD_AUDIT_REPEAT", "1"))
+    for i in range(rounds):
+        if rounds > 1:
+            print(f"round {i + 1} of {rounds}", flush=True)
+        audit_round()
+
+
+def audit_round():
     need_root()
     if os.cpu_count() < 2:
         raise Skip("needs 2 CPUs: one to reserve, one for housekeeping")
@@ -269,10 +287,14 @@ def audit_reserved_cpu_against_the_kernel():
         scenarios += [("sleep-heavy job", job_sleepy), ("IRQ-heavy I/O on housekeeping", io_on_housekeeping),
                       ("intruders pinned from outside rtd's PID namespace", known_intruders)]
         for name, fn in scenarios:
+            exempt |= worker_pids(rtd)          # rtd replaces workers: take them before each window
             windows.append((name,) + audit_window(rtd, name, fn))
+            exempt |= worker_pids(rtd)
         # The CPU-bound job again, with housekeeping load (busy loops on the housekeeping CPU).
         load = subprocess.Popen(["taskset", "-c", HK, "/usr/bin/python3", "-c", BUSY % 30])
+        exempt |= worker_pids(rtd)
         windows.append(("CPU-bound job, housekeeping load",) + audit_window(rtd, "load", job_busy))
+        exempt |= worker_pids(rtd)
         load.kill()
         load.wait()
         load = None

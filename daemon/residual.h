@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <jansson.h>
+
+#include "topology.h"
+
+/* What still reaches the reserved CPUs on the running kernel whatever rtd writes at run time, each with the
+ * evidence it was detected by and its remedy: [{source, reaches, evidence, remedy}]. */
+json_t *residual_sources(int proc_fd, int sys_fd, const CpuSet *reserved);
