@@ -19,6 +19,7 @@ static const Route *const route_tables[] = {
         api_output_routes,
         api_reserve_routes,
         api_metrics_routes,
+        api_arrays_routes,
 };
 
 static bool pattern_matches(const char *pattern, const char *const *segments, size_t n) {
