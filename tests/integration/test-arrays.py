@@ -15,7 +15,7 @@ import tempfile
 import time
 
 import rtdtest
-from rtdtest import TestUser, knob_lock, run_tests, test
+from rtdtest import RTCTL, TestUser, knob_lock, run_tests, test
 
 # test-limits.py's job helpers (rtd with a submit group, API as root and as a user), not its tests.
 limits = importlib.import_module("test-limits")
@@ -93,7 +93,7 @@ def each_file_and_its_hostile_lines():
                              (b"\n# only a comment\n", "has no tasks")):
             p = subprocess.run(["setpriv", f"--reuid={u.uid}", f"--regid={pwd.getpwuid(u.uid).pw_gid}",
                                 "--init-groups", "--",
-                                limits.RTCTL, "--socket", rtd.socket, "submit", "--each", "-", "--", "/bin/true"],
+                                RTCTL, "--socket", rtd.socket, "submit", "--each", "-", "--", "/bin/true"],
                                input=content, capture_output=True)
             assert p.returncode == 2 and why.encode() in p.stderr, (why, p.returncode, p.stderr)
         assert n_jobs(rtd) == before
