@@ -92,10 +92,15 @@ int main(int argc, char **argv) {
                 for (size_t i = 0; i < sizeof final / sizeof final[0]; i++) {
                         char needle[32];
                         snprintf(needle, sizeof needle, "\"state\":\"%s\"", final[i]);
-                        if (strstr(buf, needle))
+                        if (strstr(buf, needle)) {
+                                if (i != 0)
+                                        fprintf(stderr, "submit-raw: job %llu did not succeed: %s\n", id, buf);
                                 return i == 0 ? 0 : 1;
+                        }
                 }
-                if (read_more(fd) < 0)
+                if (read_more(fd) < 0) {
+                        fprintf(stderr, "submit-raw: the events of job %llu ended before the job: %s\n", id, buf);
                         return 1;
+                }
         }
 }

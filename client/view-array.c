@@ -17,10 +17,12 @@ void view_array(View *v, json_t *a) {
                 view_jint(a, "ended"), size);
         view_field_color(v, "Succeeded", view_jint(a, "succeeded") == size ? VC_GOOD : VC_NONE, "%lld",
                          view_jint(a, "succeeded"));
-        if (view_jint(a, "failed") || view_jint(a, "timed_out") || view_jint(a, "lost"))
-                view_field_color(v, "Failed", VC_BAD, "%lld (%lld timed out, %lld lost)", view_jint(a, "failed") +
-                                 view_jint(a, "timed_out") + view_jint(a, "lost"), view_jint(a, "timed_out"),
-                                 view_jint(a, "lost"));
+        if (view_jint(a, "failed") || view_jint(a, "timed_out") || view_jint(a, "lost")) {
+                long long to = view_jint(a, "timed_out"), lost = view_jint(a, "lost");
+                view_field_color(v, "Failed", VC_BAD, "%lld", view_jint(a, "failed") + to + lost);
+                if (to || lost)
+                        view_more(v, "of which %lld timed out, %lld lost", to, lost);
+        }
         if (view_jint(a, "cancelled"))
                 view_field_color(v, "Cancelled", VC_WARN, "%lld", view_jint(a, "cancelled"));
         if (!json_is_string(json_object_get(a, "ended_at")))
