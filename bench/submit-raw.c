@@ -2,8 +2,8 @@
 /*
  * A probe for bench/dispatch, not a client: what `rtctl submit --wait -q -- CMD` would cost end to end if
  * the client spoke HTTP/1.1 over the unix socket itself, with libc only, instead of through libcurl (a fixed
- * choice for rtctl). It submits CMD with an empty environment, follows the job's server-sent events on the
- * same connection until the job ends, and exits 0 if it succeeded, 1 otherwise.
+ * choice for rtctl). It submits CMD with an empty environment, follows the job's server-sent events on a
+ * second connection until the job ends, and exits 0 if it succeeded, 1 otherwise.
  * Usage: submit-raw SOCKET CMD [ARGS...]
  */
 #include <stdio.h>
@@ -81,7 +81,14 @@ int main(int argc, char **argv) {
         }
         unsigned long long id = strtoull(p + 5, NULL, 10);
 
-        /* Its events on the same connection, until one says it ended. */
+        /* Its events, until one says it ended: on a new connection, as rtctl does (rtd answers one request per
+         * connection, "Connection: close"). */
+        close(fd);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                perror("connect");
+                return 1;
+        }
         len = 0;
         buf[0] = 0;
         n = snprintf(req, sizeof req, "GET /v1/events?job=%llu HTTP/1.1\r\nHost: rtd\r\n\r\n", id);
