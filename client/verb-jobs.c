@@ -183,7 +183,7 @@ static const char submit_usage[] =
         "      --array-subst        replace {} in CMD's arguments by the task's index\n"
         "      --max-running K      at most K tasks of the array hold CPUs at once\n"
         "  with --wait: a progress bar on a terminal, a summary, exit 0 if every task succeeded,\n"
-        "  else the code of the first failed task (by index order)\n";
+        "  else the code of the first failed task in the array's order\n";
 
 static int env_put(json_t *env, const char *kv) {
         const char *eq = strchr(kv, '=');
@@ -402,10 +402,10 @@ int verb_list(Ctl *c, int argc, char **argv) {
         };
         const char *state = NULL, *user = NULL, *limit = NULL, *cursor = NULL;
         _cleanup_free_ char *path = NULL;
+        const char *array = NULL;
         json_t *res;
         int o, k;
 
-        const char *array = NULL;
         while ((o = getopt_long(argc, argv, "+s:u:l:c:h", options, NULL)) >= 0)
                 switch (o) {
                 case 's': state = optarg; break;
