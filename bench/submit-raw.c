@@ -2,8 +2,8 @@
 /*
  * A probe for bench/dispatch, not a client: what `rtctl submit --wait -q -- CMD` would cost end to end if
  * the client spoke HTTP/1.1 over the unix socket itself, with libc only, instead of through libcurl (a fixed
- * choice for rtctl). It submits CMD with an empty environment, follows the job's server-sent events on the
- * same connection until the job ends, and exits 0 if it succeeded, 1 otherwise.
+ * choice for rtctl). It submits CMD with an empty environment, follows the job's server-sent events on a
+ * second connection until the job ends, and exits 0 if it succeeded, 1 otherwise.
  * Usage: submit-raw SOCKET CMD [ARGS...]
  */
 #include <stdio.h>
@@ -81,7 +81,14 @@ int main(int argc, char **argv) {
         }
         unsigned long long id = strtoull(p + 5, NULL, 10);
 
-        /* Its events on the same connection, until one says it ended. */
+        /* Its events, until one says it ended: on a new connection, as rtctl does (rtd answers one request per
+         * connection, "Connection: close"). */
+        close(fd);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                perror("connect");
+                return 1;
+        }
         len = 0;
         buf[0] = 0;
         n = snprintf(req, sizeof req, "GET /v1/events?job=%llu HTTP/1.1\r\nHost: rtd\r\n\r\n", id);
@@ -92,10 +99,15 @@ int main(int argc, char **argv) {
                 for (size_t i = 0; i < sizeof final / sizeof final[0]; i++) {
                         char needle[32];
                         snprintf(needle, sizeof needle, "\"state\":\"%s\"", final[i]);
-                        if (strstr(buf, needle))
+                        if (strstr(buf, needle)) {
+                                if (i != 0)
+                                        fprintf(stderr, "submit-raw: job %llu did not succeed: %s\n", id, buf);
                                 return i == 0 ? 0 : 1;
+                        }
                 }
-                if (read_more(fd) < 0)
+                if (read_more(fd) < 0) {
+                        fprintf(stderr, "submit-raw: the events of job %llu ended before the job: %s\n", id, buf);
                         return 1;
+                }
         }
 }

@@ -83,3 +83,20 @@ int verb_release(Ctl *c, int argc, char **argv);
 int verb_plan(Ctl *c, int argc, char **argv);
 int verb_metrics(Ctl *c, int argc, char **argv);        /* verb-metrics.c */
 int verb_top(Ctl *c, int argc, char **argv);
+
+/* verb-jobs.c: how a job (or an array's first failure: state, exit_code, signal) ended, as an exit code. */
+int ctl_job_exit_code(json_t *job);
+
+/* verb-array.c: job arrays. Their ids are "a12" (a letter first: never taken for job 12). */
+typedef struct CtlArrayOptions {
+        const char *indices;            /* --array 0-999 */
+        const char *each;               /* --each FILE ("-": stdin) */
+        unsigned max_running;
+        bool subst;                     /* --array-subst: {} in the command is the index */
+        bool wait, quiet;
+} CtlArrayOptions;
+bool ctl_is_array_id(const char *s);
+int ctl_array_submit(Ctl *c, json_t *spec, const CtlArrayOptions *o);
+int ctl_array_show(Ctl *c, const char *arg);
+int ctl_array_cancel(Ctl *c, const char *arg);
+int ctl_array_wait(Ctl *c, const char *arg);

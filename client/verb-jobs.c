@@ -46,7 +46,7 @@ static int parse_job_id(const char *verb, const char *s, uint64_t *ret) {
 }
 
 /* The exit code that tells a script how the job ended (see the header comment). */
-static int job_exit_code(json_t *job) {
+int ctl_job_exit_code(json_t *job) {
         const char *state = jstr(job, "state", "");
         json_t *code = json_object_get(job, "exit_code"), *sig = json_object_get(job, "signal");
 
@@ -175,7 +175,16 @@ static const char submit_usage[] =
         "  -w, --wait               wait for the end, print the job's output, exit with its code:\n"
         "                           its exit code, 128+N if killed by signal N, 124 timed out,\n"
         "                           125 cancelled, 123 lost\n"
-        "  -q, --quiet              with --wait: do not print the id, status or output\n";
+        "  -q, --quiet              with --wait: do not print the id, status or output\n"
+        "Arrays (one request, N tasks; prints the array id, e.g. a12):\n"
+        "      --array INDICES      a task per index: 0-999, 1-10:2 (step 2), 1,3,5; each task has\n"
+        "                           RTD_ARRAY_ID and RTD_ARRAY_INDEX in its environment\n"
+        "      --each FILE          a task per line of FILE ('-': stdin), its words appended to CMD\n"
+        "                           (split as a shell would, quotes kept literal, # lines skipped)\n"
+        "      --array-subst        replace {} in CMD's arguments by the task's index\n"
+        "      --max-running K      at most K tasks of the array hold CPUs at once\n"
+        "  with --wait: a progress bar on a terminal, a summary, exit 0 if every task succeeded,\n"
+        "  else the code of the first failed task in the array's order\n";
 
 static int env_put(json_t *env, const char *kv) {
         const char *eq = strchr(kv, '=');
@@ -202,10 +211,15 @@ int verb_submit(Ctl *c, int argc, char **argv) {
                 { "max-memory", required_argument, NULL, 'M' },
                 { "wait", no_argument, NULL, 'w' },
                 { "quiet", no_argument, NULL, 'q' },
+                { "array", required_argument, NULL, 'A' },
+                { "each", required_argument, NULL, 'F' },
+                { "array-subst", no_argument, NULL, 'S' },
+                { "max-running", required_argument, NULL, 'R' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         _cleanup_(json_decrefp) json_t *spec = json_object(), *extra_env = json_object();
+        CtlArrayOptions arr = {};
         json_t *job = NULL;
         bool send_env = true, wait = false, quiet = false;
         char cwd[PATH_MAX];
@@ -282,6 +296,25 @@ int verb_submit(Ctl *c, int argc, char **argv) {
                 case 'q':
                         quiet = true;
                         break;
+                case 'A':
+                        arr.indices = optarg;
+                        break;
+                case 'F':
+                        arr.each = optarg;
+                        break;
+                case 'S':
+                        arr.subst = true;
+                        break;
+                case 'R': {
+                        unsigned long m = strtoul(optarg, &end, 10);
+                        if (!*optarg || *end || *optarg == '-' || m == 0 || m > UINT_MAX) {
+                                fprintf(stderr, "rtctl submit: --max-running needs a number of tasks (1 or more), "
+                                        "not '%s'\n", optarg);
+                                return RTCTL_EXIT_USAGE;
+                        }
+                        arr.max_running = (unsigned) m;
+                        break;
+                }
                 case 'h':
                         printf("%s", submit_usage);
                         return RTCTL_EXIT_OK;
@@ -306,6 +339,19 @@ int verb_submit(Ctl *c, int argc, char **argv) {
         json_object_set_new(spec, "env", env);
         if (!json_object_get(spec, "cwd") && getcwd(cwd, sizeof cwd))
                 json_object_set_new(spec, "cwd", json_string(cwd));
+        if (arr.indices && arr.each) {
+                fprintf(stderr, "rtctl submit: give --array or --each, not both\n");
+                return RTCTL_EXIT_USAGE;
+        }
+        if (arr.indices || arr.each) {
+                arr.wait = wait;
+                arr.quiet = quiet;
+                return ctl_array_submit(c, spec, &arr);
+        }
+        if (arr.subst || arr.max_running) {
+                fprintf(stderr, "rtctl submit: --array-subst and --max-running go with --array or --each\n");
+                return RTCTL_EXIT_USAGE;
+        }
 
         k = ctl_request(c, "POST", "/v1/jobs", spec, &r);
         if (k != 0)
@@ -339,7 +385,7 @@ int verb_submit(Ctl *c, int argc, char **argv) {
                         fprintf(stderr, "rtctl: job %" PRIu64 " %s: %s\n", id, jstr(job, "state", "?"),
                                 jstr(job, "reason", ""));
         }
-        k = job_exit_code(job);
+        k = ctl_job_exit_code(job);
         json_decref(job);
         return k;
 }
@@ -357,6 +403,7 @@ int verb_list(Ctl *c, int argc, char **argv) {
         };
         const char *state = NULL, *user = NULL, *limit = NULL, *cursor = NULL;
         _cleanup_free_ char *path = NULL;
+        const char *array = NULL;
         json_t *res;
         int o, k;
 
@@ -367,18 +414,28 @@ int verb_list(Ctl *c, int argc, char **argv) {
                 case 'l': limit = optarg; break;
                 case 'c': cursor = optarg; break;
                 case 'h':
-                        printf("rtctl list [--state STATE] [--user USER] [--limit N] [--cursor ID]\n"
-                               "Jobs, newest first. Other users' jobs are shown without their command line.\n");
+                        printf("rtctl list [aN] [--state STATE] [--user USER] [--limit N] [--cursor ID]\n"
+                               "Jobs, newest first (with an array id aN: that array's tasks). Other users' jobs are\n"
+                               "shown without their command line.\n");
                         return RTCTL_EXIT_OK;
                 default:
                         return RTCTL_EXIT_USAGE;
                 }
+        if (optind < argc) {
+                if (optind + 1 != argc || !ctl_is_array_id(argv[optind])) {
+                        fprintf(stderr, "rtctl list: '%s' is not an array id (a12); list takes options, or one "
+                                "array id\n", argv[optind]);
+                        return RTCTL_EXIT_USAGE;
+                }
+                array = argv[optind];
+        }
         _cleanup_free_ char *e_limit = http1_escape_query(limit ?: "50"), *e_state = http1_escape_query(strempty(state)),
                             *e_user = http1_escape_query(strempty(user)), *e_cursor = http1_escape_query(strempty(cursor));
         if (!e_limit || !e_state || !e_user || !e_cursor)
                 return RTCTL_EXIT_REFUSED;
-        if (asprintf(&path, "/v1/jobs?limit=%s%s%s%s%s%s%s", e_limit, state ? "&state=" : "", e_state,
-                     user ? "&user=" : "", e_user, cursor ? "&cursor=" : "", e_cursor) < 0)
+        if (asprintf(&path, "/v1/jobs?limit=%s%s%s%s%s%s%s%s%s", e_limit, state ? "&state=" : "", e_state,
+                     user ? "&user=" : "", e_user, cursor ? "&cursor=" : "", e_cursor, array ? "&array=" : "",
+                     strempty(array)) < 0)
                 return RTCTL_EXIT_REFUSED;
         if (c->json) {
                 CtlResponse r;
@@ -412,10 +469,12 @@ static int one_job(Ctl *c, int argc, char **argv, const char *usage, uint64_t *r
 }
 
 int verb_show(Ctl *c, int argc, char **argv) {
+        if (argc == 2 && ctl_is_array_id(argv[1]))
+                return ctl_array_show(c, argv[1]);     /* an array: verb-array.c */
         char path[64];
         json_t *job;
         uint64_t id;
-        int r = one_job(c, argc, argv, "rtctl show ID\nOne job: spec, state, times, exit, CPU time, context "
+        int r = one_job(c, argc, argv, "rtctl show ID|aN\nOne job (or with aN, one array): spec, state, times, exit, CPU time, context "
                         "switches, dispatch latency, scheduling metrics.\n", &id);
 
         if (r != 0)
@@ -441,10 +500,12 @@ int verb_show(Ctl *c, int argc, char **argv) {
 }
 
 int verb_cancel(Ctl *c, int argc, char **argv) {
+        if (argc == 2 && ctl_is_array_id(argv[1]))
+                return ctl_array_cancel(c, argv[1]);     /* an array: verb-array.c */
         char path[64];
         CtlResponse resp;
         uint64_t id;
-        int r = one_job(c, argc, argv, "rtctl cancel ID\nCancel a job: a queued job is dropped, a running one "
+        int r = one_job(c, argc, argv, "rtctl cancel ID|aN\nCancel a job (aN: every task of an array that has not ended): a queued job is dropped, a running one "
                         "gets SIGTERM and, after [Jobs] KillGraceSec=, SIGKILL.\n", &id);
 
         if (r != 0)
@@ -464,9 +525,11 @@ int verb_cancel(Ctl *c, int argc, char **argv) {
 }
 
 int verb_wait(Ctl *c, int argc, char **argv) {
+        if (argc == 2 && ctl_is_array_id(argv[1]))
+                return ctl_array_wait(c, argv[1]);     /* an array: verb-array.c */
         json_t *job = NULL;
         uint64_t id;
-        int r = one_job(c, argc, argv, "rtctl wait ID\nWait for a job to end; exit with its exit code, 128+N if "
+        int r = one_job(c, argc, argv, "rtctl wait ID|aN\nWait for a job (aN: every task of an array, 0 if all succeeded, else the first failure's code) to end; exit with its exit code, 128+N if "
                         "signal N killed it, 124 timed out, 125 cancelled, 123 lost.\n", &id);
 
         if (r != 0)
@@ -479,7 +542,7 @@ int verb_wait(Ctl *c, int argc, char **argv) {
         } else
                 printf("job %" PRIu64 ": %s%s%s\n", id, jstr(job, "state", "?"),
                        json_is_string(json_object_get(job, "reason")) ? ": " : "", jstr(job, "reason", ""));
-        r = job_exit_code(job);
+        r = ctl_job_exit_code(job);
         json_decref(job);
         return r;
 }

@@ -74,4 +74,5 @@ void view_status(View *v, json_t *status);
 void view_reservation(View *v, json_t *reservation);
 void view_job(View *v, json_t *job);
 void view_jobs(View *v, json_t *list);
+void view_array(View *v, json_t *array);
 void view_metrics(View *v, json_t *metrics);

@@ -22,7 +22,7 @@ static void json_decrefp_(json_t **j) {
 #define _cleanup_json_ _cleanup_(json_decrefp_)
 
 /* The caller's credentials with the supplementary groups of the connected process (SO_PEERGROUPS). */
-static void caller_of(Request *req, JobCaller *ret, gid_t *groups, size_t max_groups) {
+void api_caller_of(Request *req, JobCaller *ret, gid_t *groups, size_t max_groups) {
         const union MHD_ConnectionInfo *info = req->connection ?
                 MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
         socklen_t len = (socklen_t) (max_groups * sizeof(gid_t));
@@ -76,7 +76,7 @@ static int submit(Request *req, Response *resp) {
                 return reply_problem(resp, 400, "Invalid job spec", "%s%s%s", strempty(field), *strempty(field) ?
                                      ": " : "", strempty(error));
 
-        caller_of(req, &c, groups, ELEMENTSOF(groups));
+        api_caller_of(req, &c, groups, ELEMENTSOF(groups));
         r = job_manager_submit(jm, &spec, &c, &id, &field, &error);
         job_spec_done(&spec);
         switch (r) {
@@ -111,7 +111,8 @@ static int submit(Request *req, Response *resp) {
 
 static int list(Request *req, Response *resp) {
         const char *state = request_query(req, "state"), *user = request_query(req, "user"),
-                   *limit = request_query(req, "limit"), *cursor = request_query(req, "cursor");
+                   *limit = request_query(req, "limit"), *cursor = request_query(req, "cursor"),
+                   *array = request_query(req, "array");
         JobListFilter f = {
                 .uid = -1,
                 .limit = 100,
@@ -142,6 +143,9 @@ static int list(Request *req, Response *resp) {
         }
         if (limit && (safe_atou(limit, &f.limit) < 0 || f.limit < 1 || f.limit > 1000))
                 return reply_problem(resp, 400, "Invalid filter", "limit: must be an integer from 1 to 1000");
+        if (array && *array && (safe_atou64(array[0] == 'a' ? array + 1 : array, &f.array_id) < 0 || !f.array_id))
+                return reply_problem(resp, 400, "Invalid filter", "array: '%s' is not an array id (a12 or 12)",
+                                     array);
         if (cursor && *cursor && safe_atou64(cursor, &f.before_id) < 0)
                 return reply_problem(resp, 400, "Invalid filter", "cursor: use the next_cursor of the previous "
                                      "page");
@@ -186,7 +190,7 @@ static int cancel(Request *req, Response *resp) {
 
         if (parse_id(req, resp, &id))
                 return 0;
-        caller_of(req, &c, groups, 0);
+        api_caller_of(req, &c, groups, 0);
         r = job_manager_cancel(req->manager->jobs, id, &c, &state);
         switch (r) {
         case 0:
@@ -218,6 +222,7 @@ typedef struct EventSub {
         uid_t uid;
         bool admin;
         uint64_t job;           /* 0: all jobs the caller may see */
+        uint64_t array;         /* not 0: only that array's progress ("array" events) */
         bool ended;
         sd_event_source *keepalive;
 } EventSub;
@@ -248,6 +253,10 @@ static void on_job_event(json_t *ev, void *userdata) {
         EventSub *e = userdata;
         uint64_t id = (uint64_t) json_integer_value(json_object_get(ev, "id"));
 
+        if (streq(json_string_value(json_object_get(ev, "type")) ?: "", "array") || e->array) {
+                api_array_event(e->stream, e->array, &e->ended, &e->keepalive, ev);
+                return;
+        }
         if (e->job && id != e->job)
                 return;
         if (!e->admin && (uid_t) json_integer_value(json_object_get(ev, "uid")) != e->uid)
@@ -273,7 +282,7 @@ static void on_events_close(HttpStream *s, void *userdata) {
 }
 
 static int events(Request *req, Response *resp) {
-        const char *job = request_query(req, "job");
+        const char *job = request_query(req, "job"), *array = request_query(req, "array");
         EventSub *e;
         HttpStream *s;
         int r;
@@ -285,6 +294,17 @@ static int events(Request *req, Response *resp) {
         if (job && (safe_atou64(job, &e->job) < 0 || e->job == 0)) {
                 free(e);
                 return reply_problem(resp, 400, "Invalid parameter", "job: must be a job id");
+        }
+        if (array && job) {
+                free(e);
+                return reply_problem(resp, 400, "Invalid parameter", "give job= or array=, not both");
+        }
+        if (array) {
+                r = api_array_events_check(req, resp, array, &e->array);
+                if (r != 0) {
+                        free(e);
+                        return r < 0 ? r : 0;
+                }
         }
         /* With job=ID the stream opens with that job's current state, so a waiter cannot miss the end. */
         if (e->job) {
@@ -312,7 +332,9 @@ static int events(Request *req, Response *resp) {
                 return r;       /* the stream's close callback frees e */
         (void) sd_event_add_time_relative(req->manager->event, &e->keepalive, CLOCK_MONOTONIC, 15000000, 0,
                                           on_keepalive, e);
-        if (e->job) {
+        if (e->array)
+                api_array_event_first(req->manager->jobs, e->stream, e->array, &e->ended, &e->keepalive);
+        else if (e->job) {
                 _cleanup_json_ json_t *cur = NULL;
                 if (job_manager_get(req->manager->jobs, e->job, false, &cur, NULL) >= 0) {
                         json_t *ev = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O?,s:O?,s:O?}", "type", "job", "id",

@@ -21,6 +21,7 @@ static const Route *const route_tables[] = {
         api_reserve_routes,
         api_metrics_routes,
         api_daemon_routes,
+        api_arrays_routes,
 };
 
 static bool pattern_matches(const char *pattern, const char *const *segments, size_t n) {

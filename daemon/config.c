@@ -82,6 +82,7 @@ RtdConfig *config_new(void) {
                 .kill_grace_sec = 5,
                 .max_queued = 100000,
                 .keep_finished = 10000,
+                .max_array_size = 10000,
                 .aging_sec = 10,
                 .start_timeout_sec = 10,
                 .max_output_bytes = UINT64_C(1) << 30,
@@ -385,6 +386,7 @@ static const UintRange range_grace = { 0, 3600, "a number of seconds from 0 to 3
 static const UintRange range_count = { 1, 10000000, "a number from 1 to 10000000" };
 static const UintRange range_count0 = { 0, 10000000, "a number from 0 (no limit) to 10000000" };
 static const UintRange range_body = { 1024, 64u * 1024 * 1024, "a size in bytes from 1024 to 67108864" };
+static const UintRange range_array = { 1, 1000000, "a number of tasks from 1 to 1000000" };
 static const UintRange range_conn = { 1, 65536, "a number from 1 to 65536" };
 static const UintRange range_conn0 = { 0, 65535, "a number from 0 to 65535" };
 static const UintRange range_head = { 1024, 1024 * 1024, "a size in bytes from 1024 to 1048576" };
@@ -457,6 +459,7 @@ static const ConfItem items[] = {
         { "Jobs", "MaxMemory", parse_size, F(max_memory), &range_memory },
         { "Jobs", "DefaultTimeoutSec", parse_uint, F(default_timeout_sec), &range_default_timeout },
         { "Jobs", "RealtimeWithoutCpuset", parse_bool, F(realtime_without_cpuset) },
+        { "Jobs", "MaxArraySize", parse_uint, F(max_array_size), &range_array },
         { "Access", "AdminGroup", parse_group_or_none, F(admin_group) },
         { "Access", "SubmitGroup", parse_group_or_none, F(submit_group) },
         { "Access", "MaxPriority", parse_uint, F(max_priority), &range_prio },
@@ -745,11 +748,11 @@ int config_dump(const RtdConfig *c, FILE *out) {
         fprintf(out,
                 "[Jobs]\nPolicy=%s\nWorkerPriority=%u\nDefaultPriority=%u\nKillGraceSec=%u\nMaxQueued=%u\n"
                 "KeepFinished=%u\nAgingSec=%u\nStartTimeoutSec=%u\nMaxOutputBytes=%s\nMaxTasks=%s\nMaxMemory=%s\n"
-                "DefaultTimeoutSec=%u\nRealtimeWithoutCpuset=%s\n\n",
+                "DefaultTimeoutSec=%u\nRealtimeWithoutCpuset=%s\nMaxArraySize=%u\n\n",
                 queue_policy_to_string(c->queue_policy), c->worker_priority, c->default_priority, c->kill_grace_sec,
                 c->max_queued, c->keep_finished, c->aging_sec, c->start_timeout_sec, size_str(c->max_output_bytes, b5),
                 size_str(c->max_tasks, b6), size_str(c->max_memory, b7), c->default_timeout_sec,
-                c->realtime_without_cpuset ? "yes" : "no");
+                c->realtime_without_cpuset ? "yes" : "no", c->max_array_size);
         fprintf(out,
                 "[Access]\nAdminGroup=%s\nSubmitGroup=%s\nMaxPriority=%u\nMaxCoresPerUser=%u\nMaxQueuedPerUser=%u\n"
                 "MaxTimeoutSec=%u\nMaxQueuePriority=%u\n",

@@ -91,6 +91,7 @@ typedef struct RtdConfig {
         unsigned kill_grace_sec;
         unsigned max_queued;            /* all users */
         unsigned keep_finished;         /* finished jobs kept in the store */
+        unsigned max_array_size;        /* tasks in one job array (POST /v1/arrays) */
         unsigned aging_sec;             /* priority policy: +1 queue priority per this many seconds waited */
         unsigned start_timeout_sec;     /* a job's child must exec within this, else the job fails */
         uint64_t max_output_bytes;      /* per output file (RLIMIT_FSIZE); CONFIG_INFINITY = none */

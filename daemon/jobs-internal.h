@@ -17,6 +17,7 @@
 typedef struct Store Store;
 typedef struct StoreJob StoreJob;
 typedef struct PendingWrite PendingWrite;
+typedef struct JobArray JobArray;
 
 #define JOB_BUCKETS 16384
 #define SPARE_TARGET 64
@@ -69,6 +70,9 @@ typedef struct Job {
         int pidfd;                      /* adopted jobs: watched for exit */
         sd_event_source *pidfd_src, *retry_src;
         unsigned retries;
+        JobArray *array;                /* the live array it is a task of (jobs-array.c), or NULL */
+        uint64_t array_id;              /* 0: not a task of an array */
+        unsigned array_index;
 
         struct Job *prev, *next;        /* queue */
         struct Job *hnext;              /* id table */
@@ -140,6 +144,9 @@ struct JobManager {
         int spare_fds[SPARE_TARGET];            /* spare-<n> open for writing, at n % SPARE_TARGET */
         sd_event_source *spare_src;
         sd_event_source *dispatch_src, *sweep_src;
+        JobArray *arrays;               /* arrays with tasks that have not ended (jobs-array.c) */
+        uint64_t next_array_id;
+        sd_event_source *array_progress_src;
 };
 
 /* Handed to a busy worker, it waits there behind that CPU's running job. */
@@ -185,6 +192,19 @@ char *job_log_fields(const Job *j);
 void job_unstart(Job *j);
 void job_requeue(JobManager *jm, Job *j);
 int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead);
+
+/* jobs.c, for jobs-array.c: a submission's checks for n jobs at once, and a new job from a checked spec
+ * (takes the spec's contents; not registered, stored or queued yet). */
+int job_submit_check(JobManager *jm, JobSpec *spec, const JobCaller *c, unsigned n, unsigned *ret_prio,
+                     char **rf, char **re);
+Job *job_new(JobManager *jm, JobSpec *spec, const JobCaller *c, unsigned prio);
+
+/* jobs-array.c */
+int job_arrays_recover(JobManager *jm);
+void job_arrays_free(JobManager *jm);
+bool job_array_has_room(const JobArray *a);
+void job_array_task_active(JobManager *jm, Job *j, bool active);
+void job_array_task_ended(JobManager *jm, Job *j, JobState state);
 
 /* jobs-ahead.c: the next job waiting in a busy worker */
 void job_hand_ahead(JobManager *jm);

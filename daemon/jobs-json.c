@@ -85,6 +85,9 @@ json_t *job_to_json(JobManager *jm, const Job *j, bool private, bool for_store) 
         }
         if (j->adopted)
                 json_object_set_new(o, "adopted", json_true());
+        if (j->array_id)
+                json_object_set_new(o, "array", json_pack("{s:I,s:i}", "id", (json_int_t) j->array_id, "index",
+                                                          (int) j->array_index));
         if (job_state_is_final(j->state) && (j->pid > 0 || j->have_rusage))
                 json_object_set_new(o, "limits_hit", job_limits_hits_json(j));
         if (j->metrics)
@@ -136,6 +139,10 @@ json_t *job_event_json(JobManager *jm, const Job *j) {
                               "name", job_name(j));
         if (!o)
                 return NULL;
+        if (j->array_id) {
+                json_object_set_new(o, "array_id", json_integer((json_int_t) j->array_id));
+                json_object_set_new(o, "array_index", json_integer(j->array_index));
+        }
         if (job_state_is_final(j->state)) {
                 json_object_set_new(o, "exit_code", j->exit_code >= 0 ? json_integer(j->exit_code) : json_null());
                 json_object_set_new(o, "signal", j->signal > 0 ? json_integer(j->signal) : json_null());
@@ -175,6 +182,10 @@ int job_from_json(JobManager *jm, uint64_t id, const char *state, uid_t uid, uin
         j->start_usec = get_u64(data, "start_usec");
         j->worker_cpu = (unsigned) get_u64(data, "worker_cpu");
         j->admin = json_is_true(json_object_get(data, "admin"));
+        if ((v = json_object_get(data, "array")) && json_is_object(v)) {
+                j->array_id = get_u64(v, "id");
+                j->array_index = (unsigned) get_u64(v, "index");
+        }
         if ((v = json_object_get(data, "boot_id")) && json_is_string(v))
                 snprintf(j->boot_id, sizeof j->boot_id, "%s", json_string_value(v));
         if ((v = json_object_get(data, "cpus")) && json_is_string(v))

@@ -74,7 +74,8 @@ static int list_cb(const StoreJob *sj, void *userdata) {
 
 int job_manager_list(JobManager *jm, const JobListFilter *f, json_t **ret_jobs, uint64_t *ret_next) {
         struct list_ctx c = { .jm = jm, .array = json_array(), .f = f };
-        StoreFilter sf = { .state = f->state, .uid = f->uid, .before_id = f->before_id, .limit = f->limit };
+        StoreFilter sf = { .state = f->state, .uid = f->uid, .before_id = f->before_id, .limit = f->limit,
+                         .array_id = f->array_id };
         int r;
 
         if (!c.array)

@@ -143,8 +143,12 @@ static UserCount *user_count(JobManager *jm, uid_t uid, bool create) {
 static void job_hold_cores(JobManager *jm, Job *j, bool hold) {
         UserCount *u;
 
-        if (j->holds_cores == hold || !(u = user_count(jm, j->uid, hold)))
+        if (j->holds_cores != hold && j->array)
+                job_array_task_active(jm, j, hold);     /* the array's running count, for max_running */
+        if (j->holds_cores == hold || !(u = user_count(jm, j->uid, hold))) {
+                j->holds_cores = hold;
                 return;
+        }
         unsigned n = cpuset_count(&j->cpus);
         u->cores = hold ? u->cores + n : u->cores > n ? u->cores - n : 0;
         j->holds_cores = hold;
@@ -155,6 +159,8 @@ bool job_user_has_room(JobManager *jm, const Job *j) {
         unsigned max = jm->manager->config->max_cores_per_user;
         UserCount *u;
 
+        if (j->array && !job_array_has_room(j->array))
+                return false;   /* its array runs max_running tasks already */
         if (j->admin || max == 0)
                 return true;
         u = user_count(jm, j->uid, false);
@@ -185,7 +191,7 @@ static Job *job_free(Job *j) {
 static int persist(JobManager *jm, Job *j, bool insert, bool durable) {
         _cleanup_(json_decrefp) json_t *data = job_to_json(jm, j, true, true);
         StoreJob sj = { .id = j->id, .state = job_state_to_string(j->state), .uid = j->uid, .seq = j->seq,
-                        .data = data };
+                        .data = data, .array_id = j->array_id };
         int r;
 
         if (!data)
@@ -420,6 +426,8 @@ void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, 
                            strempty(j->reason));
         }
         job_publish(jm, j);
+        if (j->array)
+                job_array_task_ended(jm, j, state);
         job_table_remove(jm, j);
         job_free(j);
         if (++jm->finished_since_prune >= 256) {
@@ -532,13 +540,16 @@ static char **job_env(const Job *j) {
 
         for (char **e = j->spec.env; e && *e; e++)
                 n++;
-        env = calloc(n + 5, sizeof(char *));
+        env = calloc(n + 7, sizeof(char *));
         if (!env || cpuset_format(&j->cpus, &cpus) < 0)
                 goto oom;
         for (char **e = j->spec.env; e && *e; e++)
                 if (!(env[i++] = strdup(*e)))
                         goto oom;
         if (asprintf(&env[i++], "RTD_JOB_ID=%" PRIu64, j->id) < 0 || asprintf(&env[i++], "RTD_CPUS=%s", cpus) < 0)
+                goto oom;
+        if (j->array_id && (asprintf(&env[i++], "RTD_ARRAY_ID=a%" PRIu64, j->array_id) < 0 ||
+                            asprintf(&env[i++], "RTD_ARRAY_INDEX=%u", j->array_index) < 0))
                 goto oom;
         if (!env_has(j->spec.env, "OMP_NUM_THREADS") &&
             asprintf(&env[i++], "OMP_NUM_THREADS=%u", cpuset_count(&j->cpus)) < 0)
@@ -736,13 +747,13 @@ static int refuse(char **rf, char **re, int r, const char *field, const char *fm
         return r;
 }
 
-int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64_t *ret_id, char **rf,
-                       char **re) {
+/* Whether spec may be queued n times for c now (n > 1: an array, all or nothing); *ret_prio its priority. */
+int job_submit_check(JobManager *jm, JobSpec *spec, const JobCaller *c, unsigned n, unsigned *ret_prio,
+                     char **rf, char **re) {
         const RtdConfig *cfg = jm->manager->config;
         unsigned n_reserved = cpuset_count(&jm->reserved), prio;
         _cleanup_free_ char *list = NULL;
         UserCount *u;
-        Job *j;
         int r;
 
         (void) cpuset_format(&jm->reserved, &list);
@@ -792,19 +803,33 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
                 if (spec->timeout_s <= 0)
                         spec->timeout_s = cfg->max_timeout_sec;
         }
-        if (jm->queue_len >= cfg->max_queued)
+        if (n == 1 && jm->queue_len >= cfg->max_queued)
                 return refuse(rf, re, -ENOSPC, "", "the queue is full (%u jobs, [Jobs] MaxQueued=); try again "
                               "later", jm->queue_len);
+        if (n > 1 && jm->queue_len + (uint64_t) n > cfg->max_queued)
+                return refuse(rf, re, -ENOSPC, "", "the queue has room for %u more jobs ([Jobs] MaxQueued=%u, %u "
+                              "queued) and the array has %u tasks; nothing was queued", cfg->max_queued -
+                              MIN(jm->queue_len, cfg->max_queued), cfg->max_queued, jm->queue_len, n);
         u = user_count(jm, c->uid, true);
         if (!u)
                 return -ENOMEM;
-        if (!c->admin && u->queued >= cfg->max_queued_per_user)
+        if (!c->admin && n == 1 && u->queued >= cfg->max_queued_per_user)
                 return refuse(rf, re, -EUSERS, "", "you have %u queued jobs, the limit ([Access] "
                               "MaxQueuedPerUser=); wait for some to start or cancel some", u->queued);
+        if (!c->admin && n > 1 && u->queued + (uint64_t) n > cfg->max_queued_per_user)
+                return refuse(rf, re, -EUSERS, "", "you have %u queued jobs and the array has %u tasks; each "
+                              "counts against your limit of %u ([Access] MaxQueuedPerUser=); nothing was queued",
+                              u->queued, n, cfg->max_queued_per_user);
+        *ret_prio = prio;
+        return 0;
+}
+
+Job *job_new(JobManager *jm, JobSpec *spec, const JobCaller *c, unsigned prio) {
+        Job *j;
 
         j = calloc(1, sizeof *j);
         if (!j)
-                return -ENOMEM;
+                return NULL;
         *j = (Job){
                 .jm = jm,
                 .id = jm->next_id,
@@ -831,8 +856,27 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
         if (!j->user || (c->n_groups > 0 && !j->groups)) {
                 j->spec = (JobSpec){};
                 job_free(j);
-                return -ENOMEM;
+                return NULL;
         }
+        *spec = (JobSpec){};
+        return j;
+}
+
+int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64_t *ret_id, char **rf,
+                       char **re) {
+        const RtdConfig *cfg = jm->manager->config;
+        unsigned prio;
+        UserCount *u;
+        Job *j;
+        int r;
+
+        r = job_submit_check(jm, spec, c, 1, &prio, rf, re);
+        if (r < 0)
+                return r;
+        u = user_count(jm, c->uid, true);      /* made by the check */
+        j = job_new(jm, spec, c, prio);
+        if (!u || !j)
+                return -ENOMEM;
         /* Nobody ahead (queued or waiting in a worker) and room now: straight to the worker, stored once.
          * Else stored as queued. */
         CpuSet cpus;
@@ -848,7 +892,6 @@ int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64
         if (r < 0) {
                 if (now)
                         job_table_remove(jm, j);
-                j->spec = (JobSpec){};  /* the caller still owns it */
                 job_free(j);
                 /* Nothing was queued: a job rtd could not store would be lost on a restart. */
                 return refuse(rf, re, r == -ENOSPC ? -EDQUOT : -EIO, "", "rtd could not store the job in %s/jobs.db "
@@ -1033,6 +1076,9 @@ int job_manager_new(Manager *m, JobManager **ret) {
         r = job_manager_recover(jm);
         if (r < 0)
                 return r;
+        r = job_arrays_recover(jm);
+        if (r < 0)
+                return log_error_errno(r, "Failed to recover job arrays from the store: %m");
         job_manager_prune(jm);
         *ret = TAKE_PTR(jm);
         return 0;
@@ -1044,6 +1090,7 @@ JobManager *job_manager_free(JobManager *jm) {
         /* Leftover cgroups of finished jobs go; those of running jobs stay for the next rtd to adopt. */
         if (jm->store && jm->buckets)
                 job_sweep_cgroups(jm);
+        job_arrays_free(jm);
         for (unsigned b = 0; jm->buckets && b < JOB_BUCKETS; b++)
                 for (Job *j = jm->buckets[b], *next; j; j = next) {
                         next = j->hnext;

@@ -80,6 +80,7 @@ typedef struct JobListFilter {
         unsigned limit;
         uid_t viewer;
         bool viewer_admin;
+        uint64_t array_id;      /* not 0: that array's tasks only */
 } JobListFilter;
 int job_manager_list(JobManager *j, const JobListFilter *f, json_t **ret_jobs, uint64_t *ret_next_cursor);
 /* Cancel: -ENOENT, -EPERM (not the owner), -EALREADY (already finished; *ret_state says how). */

@@ -18,6 +18,7 @@
 
 #include "shared/macro.h"
 #include "store.h"
+#include "store-internal.h"
 
 /*
  * Checkpoints (copying the WAL into the database, with an fsync on each) run in a thread of their own, on
@@ -28,26 +29,10 @@
  */
 #define STORE_CHECKPOINT_PAGES 1000     /* SQLite's own default for the automatic checkpoint */
 
-typedef struct Checkpointer {
-        sqlite3 *db;
-        pthread_t thread;
-        int wake_fd;                    /* eventfd: a checkpoint is due */
-        atomic_bool busy;               /* nudged and not done yet: no more nudges meanwhile */
-        atomic_bool stop;
-        atomic_uint_fast64_t done;      /* checkpoints run, for status */
-        bool running;
-} Checkpointer;
-
-struct Store {
-        sqlite3 *db;
-        sqlite3_stmt *insert, *update;
-        char instance[17];
-        Checkpointer ckpt;
-};
-
 /*
  * Migrations, applied in order from the stored user_version. Never edit a released step: add one.
- * 1: the jobs table and its queue index. 2: per-user listing index, instance id in meta.
+ * 1: the jobs table and its queue index. 2: per-user listing index, instance id in meta. 3: job arrays
+ * (store-arrays.c) and each job's array.
  */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
         "CREATE TABLE jobs ("
@@ -60,9 +45,17 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
 
         "CREATE INDEX jobs_uid ON jobs(uid, id);",
+
+        "ALTER TABLE jobs ADD COLUMN array_id INTEGER;"
+        "CREATE INDEX jobs_array ON jobs(array_id, id) WHERE array_id IS NOT NULL;"
+        "CREATE TABLE arrays ("
+        "  id INTEGER PRIMARY KEY,"
+        "  uid INTEGER NOT NULL,"
+        "  done INTEGER NOT NULL DEFAULT 0,"
+        "  data TEXT NOT NULL);",
 };
 
-static int sqlite_to_errno(int rc) {
+int store_sqlite_errno(int rc) {
         switch (rc) {
         case SQLITE_OK:
         case SQLITE_DONE:
@@ -90,7 +83,7 @@ static int sqlite_to_errno(int rc) {
 }
 
 static int exec_sql(Store *s, const char *sql) {
-        return sqlite_to_errno(sqlite3_exec(s->db, sql, NULL, NULL, NULL));
+        return store_sqlite_errno(sqlite3_exec(s->db, sql, NULL, NULL, NULL));
 }
 
 static int pragma_int(Store *s, const char *sql) {
@@ -151,7 +144,7 @@ static int load_instance(Store *s) {
             SQLITE_OK)
                 return -EIO;
         sqlite3_bind_text(st, 1, s->instance, -1, SQLITE_STATIC);
-        r = sqlite_to_errno(sqlite3_step(st));
+        r = store_sqlite_errno(sqlite3_step(st));
         sqlite3_finalize(st);
         return r;
 }
@@ -205,11 +198,11 @@ static int checkpointer_start(Store *s, const char *path) {
                 return -errno;
         r = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
         if (r != SQLITE_OK)
-                return sqlite_to_errno(r);
+                return store_sqlite_errno(r);
         sqlite3_busy_timeout(c->db, 1000);
         /* A connection learns that the database is in WAL mode only once it reads it: checkpoints on it
          * are no-ops until then. */
-        r = sqlite_to_errno(sqlite3_exec(c->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL));
+        r = store_sqlite_errno(sqlite3_exec(c->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL));
         if (r < 0)
                 return r;
         /* The thread takes no signals: rtd's (SIGTERM, SIGCHLD...) are for its loop's signalfd. */
@@ -315,7 +308,7 @@ int store_open(int dir_fd, const char *name, Store **ret) {
         s->ckpt.wake_fd = -1;
         r = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
         if (r != SQLITE_OK) {
-                r = sqlite_to_errno(r);
+                r = store_sqlite_errno(r);
                 goto fail;
         }
         /* A second daemon on the same state dir must fail fast rather than wait. */
@@ -332,7 +325,7 @@ int store_open(int dir_fd, const char *name, Store **ret) {
         r = checkpointer_start(s, path);
         if (r < 0)
                 goto fail;
-        if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (id, state, uid, seq, data) VALUES (?, ?, ?, ?, ?)", -1,
+        if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (id, state, uid, seq, data, array_id) VALUES (?, ?, ?, ?, ?, ?)", -1,
                                &s->insert, NULL) != SQLITE_OK ||
             sqlite3_prepare_v2(s->db, "UPDATE jobs SET state = ?2, seq = ?3, data = ?4 WHERE id = ?1", -1,
                                &s->update, NULL) != SQLITE_OK) {
@@ -376,7 +369,7 @@ static int run_write(sqlite3_stmt *st) {
         int rc = sqlite3_step(st);
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
-        return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
+        return rc == SQLITE_DONE ? 0 : store_sqlite_errno(rc) ?: -EIO;
 }
 
 int store_insert(Store *s, const StoreJob *j) {
@@ -389,6 +382,10 @@ int store_insert(Store *s, const StoreJob *j) {
         sqlite3_bind_int64(s->insert, 3, j->uid);
         sqlite3_bind_int64(s->insert, 4, (sqlite3_int64) j->seq);
         sqlite3_bind_text(s->insert, 5, data, -1, SQLITE_STATIC);
+        if (j->array_id)
+                sqlite3_bind_int64(s->insert, 6, (sqlite3_int64) j->array_id);
+        else
+                sqlite3_bind_null(s->insert, 6);
         return run_write(s->insert);
 }
 
@@ -462,7 +459,7 @@ static int run_rows(sqlite3_stmt *st, StoreJobCallback cb, void *userdata) {
                         break;
         }
         if (r >= 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
-                r = sqlite_to_errno(rc) ?: -EIO;
+                r = store_sqlite_errno(rc) ?: -EIO;
         sqlite3_finalize(st);
         return r < 0 ? r : n;
 }
@@ -529,6 +526,7 @@ int store_list(Store *s, const StoreFilter *f, StoreJobCallback cb, void *userda
         if (sqlite3_prepare_v2(s->db,
                                "SELECT id, state, uid, seq, data FROM jobs"
                                " WHERE (?1 IS NULL OR state = ?1) AND (?2 < 0 OR uid = ?2) AND (?3 = 0 OR id < ?3)"
+                               " AND (?5 = 0 OR array_id = ?5)"
                                " ORDER BY id DESC LIMIT ?4",
                                -1, &st, NULL) != SQLITE_OK)
                 return -EIO;
@@ -539,13 +537,16 @@ int store_list(Store *s, const StoreFilter *f, StoreJobCallback cb, void *userda
         sqlite3_bind_int64(st, 2, f->uid);
         sqlite3_bind_int64(st, 3, (sqlite3_int64) f->before_id);
         sqlite3_bind_int64(st, 4, f->limit ?: 100);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64) f->array_id);
         return run_rows(st, cb, userdata);
 }
 
 int store_prune_finished(Store *s, unsigned keep, StoreJobCallback cb, void *userdata) {
         static const char *const where =
                 " FROM jobs WHERE state NOT IN ('queued','starting','running') AND id NOT IN"
-                " (SELECT id FROM jobs WHERE state NOT IN ('queued','starting','running') ORDER BY id DESC LIMIT ?1)";
+                " (SELECT id FROM jobs WHERE state NOT IN ('queued','starting','running') ORDER BY id DESC LIMIT ?1)"
+                /* An array's tasks stay while any of them has not ended: its counts come from them. */
+                " AND (array_id IS NULL OR array_id NOT IN (SELECT id FROM arrays WHERE done = 0))";
         _cleanup_free_ char *sel = NULL, *del = NULL;
         sqlite3_stmt *st = NULL;
         int r, n;
@@ -564,5 +565,10 @@ int store_prune_finished(Store *s, unsigned keep, StoreJobCallback cb, void *use
         sqlite3_bind_int64(st, 1, keep);
         r = sqlite3_step(st);
         sqlite3_finalize(st);
-        return r == SQLITE_DONE ? n : -EIO;
+        if (r != SQLITE_DONE)
+                return -EIO;
+        /* Arrays that ended and whose every task is pruned go too. */
+        r = exec_sql(s, "DELETE FROM arrays WHERE done = 1 AND id NOT IN"
+                        " (SELECT DISTINCT array_id FROM jobs WHERE array_id IS NOT NULL)");
+        return r < 0 ? r : n;
 }

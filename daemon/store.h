@@ -9,7 +9,7 @@
 
 typedef struct Store Store;
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 /*
  * Open (creating or migrating) dir_fd/name, mode 0600 (also -wal and -shm). Durability: WAL with
@@ -37,6 +37,7 @@ typedef struct StoreJob {
         uid_t uid;
         uint64_t seq;
         json_t *data;           /* borrowed on write, owned by the callback's caller on read */
+        uint64_t array_id;      /* the array it is a task of (written on insert only), or 0 */
 } StoreJob;
 
 int store_insert(Store *s, const StoreJob *j);
@@ -58,8 +59,30 @@ typedef struct StoreFilter {
         int64_t uid;            /* -1 = any */
         uint64_t before_id;
         unsigned limit;
+        uint64_t array_id;      /* 0 = any */
 } StoreFilter;
 int store_list(Store *s, const StoreFilter *f, StoreJobCallback cb, void *userdata);
 
 /* Delete finished jobs beyond the newest keep; returns how many, and their ids via cb (for output files). */
 int store_prune_finished(Store *s, unsigned keep, StoreJobCallback cb, void *userdata);
+
+/* ---- store-arrays.c: job arrays, and transactions that make many writes one commit ---- */
+
+int store_begin(Store *s);
+int store_commit(Store *s);
+void store_rollback(Store *s);
+
+/* An array row: its owner, whether every task has ended, and its definition and summary as JSON. */
+int store_array_insert(Store *s, uint64_t id, uid_t uid, json_t *data);
+int store_array_update(Store *s, uint64_t id, bool done, json_t *data);
+/* data as a new reference; -ENOENT if absent (or pruned with its tasks). */
+int store_array_get(Store *s, uint64_t id, json_t **ret, uid_t *ret_uid, bool *ret_done);
+uint64_t store_array_max_id(Store *s);
+/* Arrays not marked done, in id order. */
+typedef int (*StoreArrayCallback)(uint64_t id, uid_t uid, json_t *data, void *userdata);
+int store_array_foreach_live(Store *s, StoreArrayCallback cb, void *userdata);
+/* How many of an array's tasks are in each state: cb(state, count) per state present. */
+typedef int (*StoreCountCallback)(const char *state, unsigned count, void *userdata);
+int store_array_count_states(Store *s, uint64_t id, StoreCountCallback cb, void *userdata);
+/* The first (lowest id) task of an array that ended other than succeeded, through cb; 0 if none. */
+int store_array_first_failure(Store *s, uint64_t id, StoreJobCallback cb, void *userdata);

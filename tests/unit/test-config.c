@@ -156,6 +156,8 @@ static void test_invalid_values(void **state) {
                 { "[Jobs]\nPolicy=lifo\n", "'lifo' for Policy= in [Jobs]: expected fcfs or priority" },
                 { "[Jobs]\nWorkerPriority=100\n", "'100' for WorkerPriority= in [Jobs]: expected a priority from 1 to 99" },
                 { "[Access]\nMaxPriority=0\n", "'0' for MaxPriority=" },
+                { "[Jobs]\nMaxArraySize=0\n", "test.conf:2: invalid value '0' for MaxArraySize= in [Jobs]: expected a number of tasks from 1 to 1000000" },
+                { "[Jobs]\nMaxArraySize=1000001\n", "'1000001' for MaxArraySize=" },
                 { "[Access]\nAdminGroup=a b\n", "'a b' for AdminGroup= in [Access]: expected a group name" },
                 { "Socket=/x\n", "test.conf:1: key 'Socket' outside of a [Section]" },
                 { "[Daemon\n", "test.conf:1: malformed section header '[Daemon': expected [Section]" },

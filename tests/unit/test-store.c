@@ -165,7 +165,7 @@ static void test_migrate_from_v1(void **state) {
         sqlite3_close(db);
 
         assert_int_equal(store_open(t->fd, "old.db", &s), 0);
-        assert_int_equal(store_schema_version(s), 2);
+        assert_int_equal(store_schema_version(s), STORE_SCHEMA_VERSION);
         assert_int_equal(store_max_id(s), 7);
         char buf[64] = "";
         assert_int_equal(store_list(s, &(StoreFilter){ .uid = 1000, .limit = 5 }, collect, buf), 1);

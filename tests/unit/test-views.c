@@ -35,6 +35,8 @@ static char *render(const char *name, json_t *j, bool color, time_t now) {
                 view_job(&v, j);
         else if (startswith(name, "list"))
                 view_jobs(&v, j);
+        else if (startswith(name, "array-"))
+                view_array(&v, j);
         else if (startswith(name, "metrics"))
                 view_metrics(&v, j);
         else
