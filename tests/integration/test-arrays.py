@@ -6,25 +6,23 @@ exits with the first failure's code and prints a summary, --max-running caps the
 cancel stops what is left, a refused array (queue limits counted per task, MaxArraySize=, huge ranges,
 malformed --each files) creates nothing, and arrays survive an rtd restart. rtd reserves CPU 1 in a private
 PID namespace. Needs root and 2 CPUs; holds /tmp/rtd-knobs.lock while it runs."""
-import importlib
-import json
 import os
 import pwd
 import subprocess
 import tempfile
 import time
 
-import rtdtest
-from rtdtest import RTCTL, TestUser, knob_lock, run_tests, test
+from rtdtest import (RTCTL, SubmitGroupRtd, TestUser, api, assert_refusal, knob_lock, n_jobs, output, run_tests, test,
+                     uapi)
 
-# test-limits.py's job helpers (rtd with a submit group, API as root and as a user), not its tests.
-limits = importlib.import_module("test-limits")
-rtdtest._tests.clear()
 GROUP = "rtdarrgrp"
-limits.GROUP = GROUP
-limits.BASE_CONF = limits.BASE_CONF.replace("rtdlimgrp", GROUP)
-api, uapi, job, wait_final, n_jobs, assert_refusal = (limits.api, limits.uapi, limits.job, limits.wait_final,
-                                                      limits.n_jobs, limits.assert_refusal)
+
+
+class ArrayRtd(SubmitGroupRtd):
+    def __init__(self, conf="", state_tmpfs=None):
+        super().__init__(GROUP, conf, state_tmpfs, name="arrays")
+
+
 ENV = {"PATH": "/usr/bin:/bin"}
 
 
@@ -41,7 +39,7 @@ def tasks(rtd, aid):
 
 @test
 def array_env_subst_wait_and_show():
-    with TestUser("rtdarr-u1", groups=[GROUP]) as u, limits.JobRtd() as rtd:
+    with TestUser("rtdarr-u1", groups=[GROUP]) as u, ArrayRtd() as rtd:
         p = uctl(rtd, u, "submit", "-E", "--array", "1-9:4,20", "--array-subst", "--",
                  "/bin/sh", "-c", 'echo "$RTD_ARRAY_ID $RTD_ARRAY_INDEX {}"; exit $(( {} == 5 ? 3 : 0 ))', "x{}")
         assert p.returncode == 0, p.stderr
@@ -55,7 +53,7 @@ def array_env_subst_wait_and_show():
         for t in ts:
             i = t["array"]["index"]
             assert t["spec"]["argv"][-1] == f"x{i}", t["spec"]["argv"]
-            assert limits.output(rtd, t["id"]).strip() == f"{aid} {i} {i}", limits.output(rtd, t["id"])
+            assert output(rtd, t["id"]).strip() == f"{aid} {i} {i}", output(rtd, t["id"])
         show = uctl(rtd, u, "show", aid)
         assert show.returncode == 0 and "failed, 4 of 4 tasks ended" in show.stdout, show.stdout
         assert "First failure: index 5" in show.stdout and "1-9:4,20" in show.stdout, show.stdout
@@ -72,7 +70,7 @@ def array_env_subst_wait_and_show():
 
 @test
 def each_file_and_its_hostile_lines():
-    with TestUser("rtdarr-u2", groups=[GROUP]) as u, limits.JobRtd() as rtd, \
+    with TestUser("rtdarr-u2", groups=[GROUP]) as u, ArrayRtd() as rtd, \
             tempfile.NamedTemporaryFile("w", dir="/tmp", delete=False) as f:
         f.write("# comment\nplain word\n\n'single quoted' \"double \\\"q\\\"\" back\\ slash\n")
         f.close()
@@ -102,7 +100,7 @@ def each_file_and_its_hostile_lines():
 @test
 def refused_arrays_create_nothing():
     conf = "[Jobs]\nMaxArraySize=50\n[Access]\nMaxQueuedPerUser=20\n"
-    with TestUser("rtdarr-u3", groups=[GROUP]) as u, limits.JobRtd(conf) as rtd:
+    with TestUser("rtdarr-u3", groups=[GROUP]) as u, ArrayRtd(conf) as rtd:
         st, blocker = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sleep", "30"], "env": ENV})
         assert st == 201
         before = n_jobs(rtd)
@@ -142,7 +140,7 @@ def refused_arrays_create_nothing():
 @test
 def max_running_and_restart():
     with TestUser("rtdarr-u4", groups=[GROUP]) as u, TestUser("rtdarr-u5", groups=[GROUP]) as other, \
-            limits.JobRtd() as rtd:
+            ArrayRtd() as rtd:
         spec = {"argv": ["/bin/sleep", "0.3"], "env": ENV, "policy": "other"}
         st, a = uapi(rtd, u, "POST", "/v1/arrays", {"spec": spec, "indices": "0-5", "max_running": 1})
         assert st == 201, a

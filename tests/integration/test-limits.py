@@ -6,114 +6,22 @@ hybrid host, v2 where the job's cgroup has the controllers), the login-like rlim
 directory (the store write fails and is surfaced, nothing is lost), MaxCoresPerUser= (further jobs wait),
 MaxQueuePriority=, and a user removed from the submit group while their job waited. rtd reserves CPU 1 in a
 private PID namespace. Needs root and 2 CPUs; holds /tmp/rtd-knobs.lock while it runs."""
-import json
 import os
-import pwd
 import re
 import subprocess
 import time
 
-from rtdtest import (FINAL, Knobs, Rtd, Skip, TestUser, api, job, knob_lock, need_root, run, run_tests, test, wait_final,
-                     wait_state)
+from rtdtest import (FINAL, Skip, SubmitGroupRtd, TestUser, api, assert_refusal, job, knob_lock, n_jobs, output, run_tests,
+                     test, uapi, usubmit, wait_final, wait_state)
 
 CPU = 1
 GROUP = "rtdlimgrp"
-BASE_CONF = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n[Jobs]\nKillGraceSec=1\n"
-             f"[Access]\nSubmitGroup={GROUP}\n")
 ENV = {"PATH": "/usr/bin:/bin"}
 
 
-def uapi(rtd, u, method, path, body=None):
-    """As the unprivileged user u (curl under setpriv): (status, parsed body)."""
-    gid = pwd.getpwuid(u.uid).pw_gid
-    cmd = ["setpriv", f"--reuid={u.uid}", f"--regid={gid}", "--init-groups", "--", "curl", "-s", "-w",
-           "\n%{http_code}", "--unix-socket", rtd.socket, "-X", method, "http://rtd" + path]
-    if body is not None:
-        cmd += ["-H", "Content-Type: application/json", "--data-binary", json.dumps(body)]
-    p = run(cmd)
-    text, _, code = p.stdout.rpartition("\n")
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = text
-    return int(code or 0), data
-
-
-def usubmit(rtd, u, spec, expect=201):
-    spec.setdefault("env", ENV)
-    st, j = uapi(rtd, u, "POST", "/v1/jobs", spec)
-    assert st == expect, f"POST {spec} as {u.name} → {st} {j}"
-    return j
-
-
-def output(rtd, jid, stream="stdout"):
-    st, data = api(rtd, "GET", f"/v1/jobs/{jid}/output?stream={stream}")
-    assert st == 200, (st, data)
-    return data.decode() if isinstance(data, bytes) else json.dumps(data)
-
-
-def n_jobs(rtd):
-    st, j = api(rtd, "GET", "/v1/jobs?limit=1000")
-    assert st == 200, j
-    return len(j["jobs"])
-
-
-def assert_refusal(st, body, status, *words):
-    assert st == status, (st, body)
-    text = json.dumps(body)
-    for w in words:
-        assert w in text, f"{w!r} not in refusal {text}"
-
-
-class JobRtd:
+class JobRtd(SubmitGroupRtd):
     def __init__(self, conf="", state_tmpfs=None):
-        self.conf = conf
-        self.state_tmpfs = state_tmpfs
-
-    def __enter__(self):
-        need_root()
-        if os.cpu_count() < 2:
-            raise Skip("needs 2 CPUs: CPU 0 for housekeeping, CPU 1 reserved")
-        subprocess.run(["groupadd", "-f", GROUP], check=True)
-        self.knobs = Knobs()
-        self.rtd = Rtd(reserve=str(CPU), conf=BASE_CONF + self.conf, name="limits")
-        self.mounted = None
-        try:
-            if self.state_tmpfs:
-                self.mounted = os.path.join(self.rtd.dir, "state")
-                os.makedirs(self.mounted)
-                subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.state_tmpfs},mode=0755", "rtdlim",
-                                self.mounted], check=True)
-            self.rtd.start()
-            end = time.time() + 10
-            while time.time() < end:
-                st, s = api(self.rtd, "GET", "/v1/status")
-                ws = (s.get("jobs") or {}).get("workers", []) if st == 200 else []
-                if ws and all(w["state"] in ("idle", "busy") for w in ws):
-                    break
-                time.sleep(0.05)
-            else:
-                raise AssertionError(f"no worker became ready: {s}")
-        except BaseException:
-            self.cleanup()
-            raise
-        return self.rtd
-
-    def cleanup(self):
-        try:
-            self.rtd.stop()
-        finally:
-            if self.mounted:
-                subprocess.run(["umount", "-l", self.mounted], capture_output=True)
-            self.rtd.cleanup()
-
-    def __exit__(self, *exc):
-        self.cleanup()
-        diff = self.knobs.diff()
-        if diff:
-            self.knobs.restore()
-            if not exc[0]:
-                raise AssertionError(f"rtd left global knobs changed: {diff}")
+        super().__init__(GROUP, conf, state_tmpfs, name="limits")
 
 
 def status_limits(rtd):
