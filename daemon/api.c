@@ -7,6 +7,7 @@
 
 #include "api.h"
 #include "jobs.h"
+#include "lease.h"
 #include "manager.h"
 #include "metrics.h"
 #include "reserve.h"
@@ -19,6 +20,7 @@ static const Route *const route_tables[] = {
         api_output_routes,
         api_reserve_routes,
         api_metrics_routes,
+        api_leases_routes,
 };
 
 static bool pattern_matches(const char *pattern, const char *const *segments, size_t n) {
@@ -129,6 +131,10 @@ static int get_status(Request *req, Response *resp) {
                                           m->config->socket_path, "metrics_listen",
                                           m->config->metrics_listen ?: "no", "log_level",
                                           log_level_to_string(m->config->log_level)));
+        json_t *leases = leases_to_json(m->leases);
+        if (j && leases)
+                json_object_set(j, "leases", json_object_get(leases, "leases"));
+        json_decref(leases);
         return reply_json(resp, 200, j);
 }
 
