@@ -149,7 +149,16 @@ json_t *leases_to_json(Leases *l) {
                 json_array_append_new(a, lease_to_json(l, l->active[i]));
         for (size_t i = l ? l->n_ended : 0; i-- > 0;)
                 json_array_append_new(a, lease_to_json(l, l->ended[i]));
-        return json_pack("{s:o, s:i, s:i}", "leases", a, "active", (int) leases_active(l), "max", LEASES_MAX);
+        json_t *o = json_pack("{s:o, s:i, s:i}", "leases", a, "active", (int) leases_active(l), "max", LEASES_MAX);
+        if (o && l && l->n_active > 0)
+                json_object_set_new(o, "quiet", json_pack("{s:{s:i, s:i, s:I, s:I}, s:o}", "tasks", "moved",
+                                                          (int) l->tasks_moved, "refused", (int) l->tasks_refused,
+                                                          "drifted", (json_int_t) l->tasks_drifted, "drift_checks",
+                                                          (json_int_t) l->drift_checks, "irqs",
+                                                          irq_state_to_json(&l->irq)));
+        if (o && l && l->last_restore)
+                json_object_set(o, "last_restore", l->last_restore);
+        return o;
 }
 
 static int store_save(Leases *l) {
