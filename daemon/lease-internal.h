@@ -50,6 +50,7 @@ struct Leases {
         pid_t walk_resume;
         sd_event_source *drift_timer;
         json_t *last_restore;
+        json_t *start;                  /* how this run began: leases adopted, released, knob writes */
 };
 
 /* lease-quiet.c */

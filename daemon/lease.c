@@ -156,6 +156,8 @@ json_t *leases_to_json(Leases *l) {
                                                           "drifted", (json_int_t) l->tasks_drifted, "drift_checks",
                                                           (json_int_t) l->drift_checks, "irqs",
                                                           irq_state_to_json(&l->irq)));
+        if (o && l && l->start)
+                json_object_set(o, "start", l->start);
         if (o && l && l->last_restore)
                 json_object_set(o, "last_restore", l->last_restore);
         return o;
@@ -512,9 +514,12 @@ int leases_new(Manager *m, Leases **ret) {
                 log_warning("Leases: %s/" LEASES_DIR "/" STORE_FILE " does not parse; its leases are released",
                             m->config->runtime_directory);
         /* Adopted leases get only what drifted while no rtd watched; without any, the journal goes back. */
+        uint64_t writes0 = knob_writes();
         r = leases_quiet(l, false);
         if (r < 0)
                 log_warning_errno(r, "Leases: could not re-apply or restore every knob: %m");
+        l->start = json_pack("{s:i, s:i, s:I}", "adopted", (int) l->n_active, "released", (int) l->n_ended,
+                             "knob_writes", (json_int_t) (knob_writes() - writes0));
         (void) store_save(l);
         leases_drift_timer_arm(l);
         *ret = TAKE_PTR(l);
@@ -533,6 +538,7 @@ Leases *leases_free(Leases *l) {
         journal_free(l->journal);
         irq_state_done(&l->irq);
         json_decref(l->last_restore);
+        json_decref(l->start);
         safe_close(l->dir_fd);
         free(l);
         return NULL;
