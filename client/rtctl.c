@@ -31,6 +31,7 @@ static const Verb verbs[] = {
         { "plan", verb_plan, "print what reserving would change, changing nothing: plan [CPULIST]" },
         { "metrics", verb_metrics, "per-CPU scheduling metrics summary" },
         { "top", verb_top, "live view of the reserved CPUs (q quits)" },
+        { "leases", verb_leases, "CPUs quieted for process trees rtd did not start: leases [ID] [--release ID]" },
         {},
 };
 

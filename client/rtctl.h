@@ -82,3 +82,4 @@ int verb_release(Ctl *c, int argc, char **argv);
 int verb_plan(Ctl *c, int argc, char **argv);
 int verb_metrics(Ctl *c, int argc, char **argv);        /* verb-metrics.c */
 int verb_top(Ctl *c, int argc, char **argv);
+int verb_leases(Ctl *c, int argc, char **argv);         /* verb-leases.c */

@@ -414,6 +414,9 @@ int verb_show(Ctl *c, int argc, char **argv) {
         char path[64];
         json_t *job;
         uint64_t id;
+        /* rtctl show lease:ID is rtctl leases ID. */
+        if (argc == 2 && startswith(argv[1], "lease:"))
+                return verb_leases(c, argc, argv);
         int r = one_job(c, argc, argv, "rtctl show ID\nOne job: spec, state, times, exit, CPU time, context "
                         "switches, dispatch latency, scheduling metrics.\n", &id);
 
