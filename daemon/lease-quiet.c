@@ -201,8 +201,6 @@ json_t *lease_metrics_json(Leases *l, const Lease *x) {
         o = json_pack("{s:f, s:I, s:I, s:I, s:o, s:b}", "intrusion_seconds", sum.intrusion_ns / 1e9, "intrusions",
                       (json_int_t) sum.intrusions, "context_switches", (json_int_t) sum.switches, "hardirqs",
                       (json_int_t) sum.hardirqs, "cpus", per, "bpf", metrics_bpf_enabled(l->manager->metrics));
-        if (o && x->tree_metrics)
-                json_object_set(o, "tree", x->tree_metrics);
         return o;
 }
 

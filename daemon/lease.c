@@ -225,6 +225,8 @@ int lease_release(Leases *l, Lease *x, const char *reason) {
         metrics_refresh(l->manager->metrics);
         x->final_metrics = lease_metrics_json(l, x);
         x->tree_metrics = metrics_job_finish(l->manager->metrics, LEASE_JOB_ID_BASE + x->id);
+        if (x->final_metrics && x->tree_metrics)
+                json_object_set(x->final_metrics, "tree", x->tree_metrics);
         x->active = false;
         x->ended = (uint64_t) time(NULL);
         x->end_reason = strdup(reason);
@@ -556,6 +558,26 @@ int leases_restore_only(int proc_fd, int sys_fd, int runtime_fd) {
         r = journal_load(fd, &j, &problem);
         if (r <= 0)
                 return r;
+        /* systemd runs this after every stop (ExecStopPost=): a lease whose job still runs stays in force for
+         * the next rtd to adopt. Only when no leased tree is left does everything go back. */
+        unsigned live = 0;
+        _cleanup_free_ char *text = NULL;
+        json_t *store = read_full_file_at(fd, STORE_FILE, &text, NULL) >= 0 ? json_loads(text, 0, NULL) : NULL;
+        size_t i;
+        json_t *rec;
+        json_array_foreach(json_object_get(store, "leases"), i, rec) {
+                uint64_t st;
+                if (lease_pid_starttime(proc_fd, (pid_t) json_integer_value(json_object_get(rec, "pid")), &st) >= 0 &&
+                    st == (uint64_t) json_integer_value(json_object_get(rec, "starttime")))
+                        live++;
+        }
+        json_decref(store);
+        if (live > 0) {
+                log_notice("Leases: %u lease%s still ha%s a running process tree; its knobs stay for the next rtd "
+                           "to adopt (or end those processes and run rtd --restore again)", live,
+                           live == 1 ? "" : "s", live == 1 ? "s" : "ve");
+                return 0;
+        }
         r = journal_replay(j, proc_fd, sys_fd, &rep);
         log_notice("Leases' restore journal replayed: %u restored, %u skipped, %u failed", rep.restored,
                    rep.skipped, rep.failed);
