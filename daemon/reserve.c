@@ -209,6 +209,12 @@ int reservation_validate(Reservation *r, const CpuSet *cpus, char **ret_error) {
                 q = asprintf(ret_error, "cpus: they overlap lease %" PRIu64 " of %s, CPUs a job outside rtd runs "
                                         "on (GET /v1/leases, rtctl leases); reserve other CPUs or wait for the "
                                         "lease to end", lease_id(x), lease_owner(x));
+        } else if (leases_active(r->manager->leases) > 0 && (leases_cpus(r->manager->leases, &bad),
+                                                             cpuset_is_subset(&hk, &bad))) {
+                (void) cpuset_format(&bad, &b);
+                q = asprintf(ret_error, "cpus: with CPUs %s leased, reserving these leaves no housekeeping CPU for "
+                                        "the system and rtd; keep at least one CPU out of the list and the leases",
+                             strempty(b));
         } else if (config_of(r)->smt == SMT_EXCLUSIVE) {
                 /* A reserved CPU must not share its core with a housekeeping CPU; that also leaves the
                  * housekeeping CPUs whole cores, siblings included. */

@@ -227,6 +227,8 @@ def lease_conflicts_refused():
         # rtd's own reservation cannot take a leased CPU either.
         r = s.ns.ctl("reserve", LEASED)
         assert r.returncode != 0 and "lease" in r.stderr, (r.returncode, r.stderr)
+        r = s.ns.ctl("reserve", HK)
+        assert r.returncode != 0 and "housekeeping" in r.stderr, (r.returncode, r.stderr)
         assert tr.AllKnobs.read() == knobs_leased, "a refused request changed knobs"
         st, j2 = s.http("DELETE", f"/v1/leases/{j['id']}")
         assert st == 200 and j2["state"] == "released", j2
