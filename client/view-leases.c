@@ -89,9 +89,18 @@ void view_lease(View *v, json_t *x) {
                 view_field(v, "Why", "%s", view_jstr(v, x, "end_reason", "-"));
         }
         figures(v, m, f, sizeof f);
-        view_field(v, "Quiet", "%s", f);
-        json_object_foreach(per, cpu, c) {
-                figures(v, c, f, sizeof f);
-                view_more(v, "CPU %s: %s", view_s(v, cpu, "?"), f);
+        view_field(v, "Disturbed", "%s%s", f, streq(state, "active") ? " so far" : "");
+        if (json_object_size(per) > 1)
+                json_object_foreach(per, cpu, c) {
+                        figures(v, c, f, sizeof f);
+                        view_more(v, "CPU %s: %s", view_s(v, cpu, "?"), f);
+                }
+        json_t *tree = json_object_get(m, "tree");
+        if (json_is_object(tree)) {
+                char on[32];
+                view_field(v, "Its tree", "%s on CPU, %lld context switches, %lld hard IRQs",
+                           view_duration(view_jnum(tree, "on_cpu_seconds"), on, sizeof on),
+                           view_jint(tree, "voluntary_switches") + view_jint(tree, "involuntary_switches"),
+                           view_jint(tree, "hardirqs"));
         }
 }

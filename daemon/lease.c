@@ -176,7 +176,7 @@ static int store_save(Leases *l) {
         json_decref(o);
         if (!text)
                 return -ENOMEM;
-        return write_file_atomic_at(l->dir_fd, STORE_FILE, text, strlen(text), 0644);
+        return write_file_atomic_at(l->dir_fd, STORE_FILE, text, strlen(text), 0600);
 }
 
 int lease_pid_starttime(int proc_fd, pid_t pid, uint64_t *ret) {
