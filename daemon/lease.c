@@ -462,6 +462,7 @@ static void adopt(Leases *l, json_t *rec) {
         else if (lease_watch(l, x) < 0)
                 why = "its process exited while rtd was starting";
         if (why) {
+                x->pidfd = safe_close(x->pidfd);
                 x->ended = (uint64_t) time(NULL);
                 x->end_reason = strdup(why);
                 lease_move_to_ended(l, x);

@@ -7,7 +7,7 @@ tree stays where it was; the tree's end releases the lease and every knob and af
 another lease or rtd's reservation are refused naming it; an rtd restart re-adopts a live lease without writing
 a knob and releases one whose tree ended meanwhile; bad bodies get 400 naming the field; unprivileged callers
 are refused. Every test snapshots the knobs first and puts them back itself if it fails. Holds
-/tmp/rtd-knobs.lock."""
+/tmp/rtd-knobs.lock for the whole run."""
 import importlib.util
 import json
 import os
@@ -48,7 +48,6 @@ class LeaseScenario:
             raise Skip("needs at least 2 CPUs")
         if not os.path.exists("/proc/irq/default_smp_affinity"):
             raise Skip("no /proc/irq")
-        self.lock = knob_lock()
         self.ns = tr.Namespace()
         ns = self.ns
         ns.spawn("sleep", "1000")
@@ -79,7 +78,6 @@ class LeaseScenario:
                 self.knobs.restore()
         finally:
             self.ns.close()
-            self.lock.close()
         return False
 
     def http(self, method, path, body=None, user=None):
@@ -364,4 +362,5 @@ def lease_survives_rtd_restart():
 
 
 if __name__ == "__main__":
+    _lock = knob_lock()     # the whole run: every test changes global knobs through rtd
     run_tests()
