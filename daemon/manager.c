@@ -413,8 +413,6 @@ Manager *manager_free(Manager *m) {
                 (void) unlink(m->config->socket_path);
         m->control = http_free(m->control);
         m->jobs = job_manager_free(m->jobs);
-        /* Active leases stay (their jobs run on): the next run adopts them, rtd --restore ends them. */
-        m->leases = leases_free(m->leases);
         if (m->reservation) {
                 int r = reservation_release(m->reservation);
                 if (r < 0)
@@ -423,6 +421,9 @@ Manager *manager_free(Manager *m) {
                                         m->config->runtime_directory);
         }
         m->reservation = reservation_free(m->reservation);
+        /* Active leases stay (their jobs run on): the next run adopts them; freed after the reservation's
+         * release, whose last walk leaves their trees and CPUs alone. */
+        m->leases = leases_free(m->leases);
         m->metrics = metrics_free(m->metrics);
         m->topology = topology_free(m->topology);
         m->event = sd_event_unref(m->event);

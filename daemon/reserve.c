@@ -474,8 +474,10 @@ int reservation_release(Reservation *r) {
                 /* Catch tasks born since the last check, so they get their ancestors' masks back too. */
                 TaskStats ts;
                 KnobCtx k;
+                CpuSet hk;
+                effective_hk(r, &r->housekeeping, &hk);
                 knob_ctx(r, &k, NULL);
-                (void) tasks_apply(&k, &r->housekeeping, r->backend == BACKEND_AFFINITY ? TASKS_ALL
+                (void) tasks_apply(&k, &hk, r->backend == BACKEND_AFFINITY ? TASKS_ALL
                                                                                           : TASKS_UNCONFINED,
                                    true, getpid(), &ts);
                 walk_done(r, &k, &ts);
