@@ -32,6 +32,7 @@ static const Verb verbs[] = {
         { "metrics", verb_metrics, "per-CPU scheduling metrics summary" },
         { "reexec", verb_reexec, "re-execute rtd in place, jobs and reservation kept (admins)" },
         { "top", verb_top, "live view of the reserved CPUs (q quits)" },
+        { "leases", verb_leases, "CPUs quieted for process trees rtd did not start: leases [ID] [--release ID]" },
         {},
 };
 

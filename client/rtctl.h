@@ -83,6 +83,7 @@ int verb_release(Ctl *c, int argc, char **argv);
 int verb_plan(Ctl *c, int argc, char **argv);
 int verb_metrics(Ctl *c, int argc, char **argv);        /* verb-metrics.c */
 int verb_top(Ctl *c, int argc, char **argv);
+int verb_leases(Ctl *c, int argc, char **argv);         /* verb-leases.c */
 
 /* verb-jobs.c: how a job (or an array's first failure: state, exit_code, signal) ended, as an exit code. */
 int ctl_job_exit_code(json_t *job);

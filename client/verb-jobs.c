@@ -474,8 +474,12 @@ int verb_show(Ctl *c, int argc, char **argv) {
         char path[64];
         json_t *job;
         uint64_t id;
-        int r = one_job(c, argc, argv, "rtctl show ID|aN\nOne job (or with aN, one array): spec, state, times, exit, CPU time, context "
-                        "switches, dispatch latency, scheduling metrics.\n", &id);
+        /* rtctl show lease:ID is rtctl leases ID. */
+        if (argc == 2 && startswith(argv[1], "lease:"))
+                return verb_leases(c, argc, argv);
+        int r = one_job(c, argc, argv, "rtctl show ID|aN|lease:ID\nOne job (or with aN, one array; with lease:ID, one "
+                        "lease): spec, state, times, exit, CPU time, context switches, dispatch latency, "
+                        "scheduling metrics.\n", &id);
 
         if (r != 0)
                 return r < 0 ? RTCTL_EXIT_OK : r;

@@ -115,6 +115,7 @@ void view_status(View *v, json_t *j) {
                         view_more(v, "%s%s%s", view_on(v, VC_WARN), view_jstr(v, jobs, "cgroups_note",
                                   "job cgroups: real-time group scheduling is in the way"), view_off(v));
         }
+        view_leases_status(v, json_object_get(j, "leases"));
         metrics_line(v, json_object_get(j, "metrics"));
         view_field(v, "You", "%s (uid %lld), %s", view_jstr(v, caller, "user", "?"), view_jint(caller, "uid"),
                    view_jstr(v, caller, "role", "?"));

@@ -76,3 +76,6 @@ void view_job(View *v, json_t *job);
 void view_jobs(View *v, json_t *list);
 void view_array(View *v, json_t *array);
 void view_metrics(View *v, json_t *metrics);
+void view_leases_status(View *v, json_t *leases);       /* view-leases.c: status's lines */
+void view_leases(View *v, json_t *list);                /* GET /v1/leases */
+void view_lease(View *v, json_t *lease);                /* GET /v1/leases/ID */

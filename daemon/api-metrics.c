@@ -2,9 +2,12 @@
 /* GET /metrics (Prometheus text 0.0.4) and GET /v1/metrics (JSON): read-only, also on the TCP listener.
  * Both are rendered from the metrics snapshot; they never wait on BPF maps. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "api.h"
 #include "shared/macro.h"
+#include "lease.h"
 #include "manager.h"
 #include "metrics.h"
 #include "prometheus.h"
@@ -17,7 +20,22 @@ static int get_prometheus(Request *req, Response *resp) {
         r = metrics_render_prometheus(req->manager->metrics, &text, &size);
         if (r < 0)
                 return r;
-        return reply_text(resp, 200, PROMETHEUS_CONTENT_TYPE, text, size);
+        /* The leases' series (lease-quiet.c) after the collector's. */
+        char *all = NULL;
+        size_t all_size = 0;
+        FILE *f = open_memstream(&all, &all_size);
+        if (!f) {
+                free(text);
+                return -ENOMEM;
+        }
+        fwrite(text, 1, size, f);
+        free(text);
+        leases_render_prometheus(req->manager->leases, f);
+        if (fclose(f) != 0) {
+                free(all);
+                return -ENOMEM;
+        }
+        return reply_text(resp, 200, PROMETHEUS_CONTENT_TYPE, all, all_size);
 }
 
 /* Keys that name a process or a job: not for the TCP listener, where any local user (or, through DNS

@@ -7,6 +7,7 @@
 
 #include "api.h"
 #include "jobs.h"
+#include "lease.h"
 #include "manager.h"
 #include "metrics.h"
 #include "reexec.h"
@@ -22,6 +23,7 @@ static const Route *const route_tables[] = {
         api_metrics_routes,
         api_daemon_routes,
         api_arrays_routes,
+        api_leases_routes,
 };
 
 static bool pattern_matches(const char *pattern, const char *const *segments, size_t n) {
@@ -133,6 +135,10 @@ static int get_status(Request *req, Response *resp) {
                                           m->config->socket_path, "metrics_listen",
                                           m->config->metrics_listen ?: "no", "log_level",
                                           log_level_to_string(m->config->log_level)));
+        json_t *leases = leases_to_json(m->leases);
+        if (j && leases)
+                json_object_set(j, "leases", json_object_get(leases, "leases"));
+        json_decref(leases);
         return reply_json(resp, 200, j);
 }
 

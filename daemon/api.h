@@ -11,6 +11,7 @@ extern const Route api_reserve_routes[];   /* api-reserve.c */
 extern const Route api_metrics_routes[];   /* api-metrics.c: /metrics, /v1/metrics */
 extern const Route api_daemon_routes[];    /* api-daemon.c: /v1/daemon/reexec */
 extern const Route api_arrays_routes[];    /* api-arrays.c: /v1/arrays */
+extern const Route api_leases_routes[];    /* api-leases.c: /v1/leases */
 
 /* Find the route for method+segments; sets *ret_allow to the allowed methods when only the method is wrong. */
 const Route *api_find_route(const char *method, const char *const *segments, size_t n, char **ret_allow);

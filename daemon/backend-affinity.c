@@ -133,7 +133,17 @@ static bool past(uint64_t deadline_usec) {
  * The process list must be whole (a job's ancestry decides that it is rtd's own and stays on its CPU), so
  * it has its own, larger bound: past it the walk is given up before anything is changed.
  */
-static int list_procs(int proc_fd, pid_t own_pid, uint64_t deadline_usec, Proc **ret, size_t *ret_n) {
+static bool is_root(pid_t p, pid_t own_pid, const pid_t *exempt, size_t n_exempt) {
+        if (p == own_pid)
+                return true;
+        for (size_t i = 0; i < n_exempt; i++)
+                if (p == exempt[i])
+                        return true;
+        return false;
+}
+
+static int list_procs(int proc_fd, pid_t own_pid, const pid_t *exempt, size_t n_exempt, uint64_t deadline_usec,
+                      Proc **ret, size_t *ret_n) {
         _cleanup_free_ Proc *procs = NULL;
         size_t n = 0, alloc = 0;
         int dfd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -177,14 +187,14 @@ static int list_procs(int proc_fd, pid_t own_pid, uint64_t deadline_usec, Proc *
         for (size_t i = 0; i < n; i++) {
                 pid_t p = procs[i].ppid;
 
-                if (procs[i].pid == own_pid) {
+                if (is_root(procs[i].pid, own_pid, exempt, n_exempt)) {
                         procs[i].own = true;
                         continue;
                 }
                 /* p == own_pid before p > 1: rtd may be PID 1 of its namespace, and after a re-exec its
                  * workers with their running jobs are already there when the reservation is adopted. */
                 for (unsigned depth = 0; p > 0 && depth < 256; depth++) {
-                        if (p == own_pid) {
+                        if (is_root(p, own_pid, exempt, n_exempt)) {
                                 procs[i].own = true;
                                 break;
                         }
@@ -238,7 +248,7 @@ int tasks_apply(KnobCtx *k, const CpuSet *hk, TaskScope scope, bool drift, pid_t
                 return 0;       /* a fixture tree: its pids are not real tasks */
         /* The list may take up to three times the walk's budget: the budget is a fraction of a second. */
         uint64_t list_deadline = k->deadline_usec > 0 ? k->deadline_usec + 2 * (k->deadline_usec - monotonic_usec()) : 0;
-        r = list_procs(k->proc_fd, own_pid, list_deadline, &procs, &n_procs);
+        r = list_procs(k->proc_fd, own_pid, k->exempt, k->n_exempt, list_deadline, &procs, &n_procs);
         if (r == -ETIMEDOUT) {
                 st.cut_short = true;
                 *ret = st;

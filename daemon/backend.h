@@ -36,7 +36,8 @@ int task_parse_stat(const char *text, pid_t *ret_ppid, unsigned *ret_flags, uint
                     char **ret_comm);
 /*
  * Give every task in scope (old ∩ housekeeping) or housekeeping. drift=true: a periodic check; tasks found
- * on reserved CPUs are counted as drifted. own_pid's descendants (rtd's workers and jobs) are left alone.
+ * on reserved CPUs are counted as drifted. own_pid's descendants (rtd's workers and jobs) are left alone, and so
+ * are the trees of k->exempt (leases).
  */
 int tasks_apply(KnobCtx *k, const CpuSet *housekeeping, TaskScope scope, bool drift, pid_t own_pid,
                 TaskStats *ret);

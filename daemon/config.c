@@ -118,6 +118,7 @@ RtdConfig *config_free(RtdConfig *c) {
         free(c->runtime_directory);
         free(c->admin_group);
         free(c->submit_group);
+        free(c->lease_group);
         free(c->origin_worker_priority);
         free(c->origin_default_priority);
         free(c->origin_max_priority);
@@ -467,6 +468,7 @@ static const ConfItem items[] = {
         { "Access", "MaxQueuedPerUser", parse_uint, F(max_queued_per_user), &range_count },
         { "Access", "MaxTimeoutSec", parse_uint, F(max_timeout_sec), &range_timeout },
         { "Access", "MaxQueuePriority", parse_uint, F(max_queue_priority), &range_queue_prio },
+        { "Access", "LeaseGroup", parse_group_or_none, F(lease_group) },
         {},
 };
 #undef F
@@ -758,5 +760,6 @@ int config_dump(const RtdConfig *c, FILE *out) {
                 "MaxTimeoutSec=%u\nMaxQueuePriority=%u\n",
                 c->admin_group ?: "none", c->submit_group ?: "none", c->max_priority, c->max_cores_per_user,
                 c->max_queued_per_user, c->max_timeout_sec, c->max_queue_priority);
+        fprintf(out, "LeaseGroup=%s\n", c->lease_group ?: "none");
         return 0;
 }

@@ -108,6 +108,7 @@ typedef struct RtdConfig {
         unsigned max_queued_per_user;
         unsigned max_timeout_sec;       /* 0 = no cap */
         unsigned max_queue_priority;    /* cap of non-admins' queue_priority */
+        char *lease_group;              /* may lease CPUs (POST /v1/leases); NULL: root and admins only */
 
         /* "file:line" where WorkerPriority=, DefaultPriority= and MaxPriority= were last set, or NULL. */
         char *origin_worker_priority, *origin_default_priority, *origin_max_priority;

@@ -202,6 +202,7 @@ static int identify(HttpGate *g, int fd, Caller *ret) {
                 ret->role = ROLE_ADMIN;
         else if (in_group(cred.gid, groups, n_groups, cfg->submit_group))
                 ret->role = ROLE_USER;
+        ret->lease = in_group(cred.gid, groups, n_groups, cfg->lease_group);
         return 0;
 }
 

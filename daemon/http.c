@@ -215,7 +215,8 @@ static int dispatch(Http *h, struct MHD_Connection *c, const char *method, const
                 return -EIO;
         /* Identified at accept; the user name stays owned by the connection. */
         req.caller = *gate_conn_caller(info->socket_context);
-        if (req.caller.role == ROLE_NONE) {
+        /* A LeaseGroup= member outside SubmitGroup= gets as far as the lease routes (ROLE_NONE). */
+        if (req.caller.role == ROLE_NONE && !req.caller.lease) {
                 r = reply_problem(resp, 403, "Not allowed",
                                   "uid %u is neither root nor a member of group '%s'; ask an administrator to add "
                                   "you to that group (usermod -aG %s USER), then log in again",
@@ -242,7 +243,12 @@ static int dispatch(Http *h, struct MHD_Connection *c, const char *method, const
                 goto out;
         }
         if (req.caller.role < route->min_role) {
-                if (req.caller.role == ROLE_READONLY)
+                if (req.caller.role == ROLE_NONE)
+                        r = reply_problem(resp, 403, "Not allowed",
+                                          "uid %u may only lease CPUs (LeaseGroup=); %s %s needs membership in "
+                                          "group '%s'", (unsigned) req.caller.uid, method, url,
+                                          h->manager->config->submit_group ?: "(none)");
+                else if (req.caller.role == ROLE_READONLY)
                         r = reply_problem(resp, 403, "Read-only listener",
                                           "%s %s is only available on the control socket", method, url);
                 else

@@ -29,6 +29,7 @@ typedef struct Caller {
         pid_t pid;
         Role role;
         char *user;     /* user name, or the uid in decimal when it has none */
+        bool lease;     /* member of LeaseGroup= (may lease CPUs whatever its role) */
 } Caller;
 
 typedef struct Request {

@@ -16,6 +16,7 @@
 #include "http.h"
 #include "jobs.h"
 #include "listen.h"
+#include "lease.h"
 #include "manager.h"
 #include "messages.h"
 #include "metrics.h"
@@ -99,6 +100,9 @@ void manager_housekeeping_cpus(Manager *m, CpuSet *ret) {
 
         manager_reserved_cpus(m, &reserved);
         cpuset_andnot(ret, &m->topology->online, &reserved);
+        /* Leased CPUs are a job's too: rtd keeps off them. */
+        leases_cpus(m->leases, &reserved);
+        cpuset_andnot(ret, ret, &reserved);
 }
 
 /*
@@ -127,6 +131,15 @@ static void pin_self_to_housekeeping(Manager *m) {
         }
         if (d)
                 closedir(d);
+}
+
+void manager_leases_changed(Manager *m) {
+        CpuSet leased;
+
+        leases_cpus(m->leases, &leased);
+        pin_self_to_housekeeping(m);
+        metrics_set_leased(m->metrics, &leased);
+        manager_update_status(m);
 }
 
 void manager_reservation_changed(Manager *m) {
@@ -376,6 +389,11 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to reserve CPUs: %m");
         manager_reservation_changed(m);
+        /* After the reservation: a lease of a previous run is adopted only where it does not overlap it. */
+        r = leases_new(m, &m->leases);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up leases: %m");
+        manager_leases_changed(m);
 
         r = start_listeners(m);
         if (r < 0)
@@ -414,6 +432,9 @@ Manager *manager_free(Manager *m) {
                                         m->config->runtime_directory);
         }
         m->reservation = reservation_free(m->reservation);
+        /* Active leases stay (their jobs run on): the next run adopts them; freed after the reservation's
+         * release, whose last walk leaves their trees and CPUs alone. */
+        m->leases = leases_free(m->leases);
         m->metrics = metrics_free(m->metrics);
         m->topology = topology_free(m->topology);
         m->event = sd_event_unref(m->event);

@@ -14,6 +14,7 @@ typedef struct Topology Topology;
 typedef struct Reservation Reservation;    /* reserve.c (+ irq.c, tune.c, restore.c) */
 typedef struct JobManager JobManager;      /* jobs.c (+ worker.c, store.c) */
 typedef struct Metrics Metrics;            /* metrics.c (+ bpf-metrics.c or its procfs fallback) */
+typedef struct Leases Leases;              /* lease.c (+ lease-quiet.c) */
 
 typedef struct Manager {
         sd_event *event;
@@ -29,6 +30,7 @@ typedef struct Manager {
         Reservation *reservation;
         JobManager *jobs;
         Metrics *metrics;
+        Leases *leases;
 
         Http *control;                  /* unix socket */
         Http *metrics_http;             /* TCP listener, read-only; NULL when MetricsListen=no */
@@ -60,5 +62,7 @@ uint64_t now_usec(int clock);
 
 /* Called by the reservation after the reserved set changed: pins rtd, tells jobs and metrics. */
 void manager_reservation_changed(Manager *m);
+/* Called by lease.c after a lease began or ended: pins rtd off leased CPUs, tells metrics. */
+void manager_leases_changed(Manager *m);
 /* The CPUs c asks to reserve on this machine (auto/none/list), validated; logs why on -EINVAL. */
 int manager_configured_cpus(Manager *m, const RtdConfig *c, CpuSet *ret);

@@ -18,6 +18,7 @@ struct Metrics {
         sd_event_source *timer;
 
         CpuSet reserved;
+        CpuSet leased;                  /* metrics-lease.c: watched by the collector beside reserved */
         Sample cur;                     /* latest reading; HTTP is served from cur and prev only */
         Sample prev;                    /* the reading before: cur - prev is "the last interval" */
         uint64_t collections;

@@ -135,7 +135,10 @@ void metrics_set_reserved(Metrics *x, const CpuSet *reserved) {
         if (!x)
                 return;
         x->reserved = *reserved;
-        x->collector->ops->set_reserved(x->collector, reserved);
+        /* Leased CPUs are watched too (metrics-lease.c); the guard stays on rtd's own CPUs. */
+        CpuSet watched;
+        cpuset_or(&watched, reserved, &x->leased);
+        x->collector->ops->set_reserved(x->collector, &watched);
         guard_set_reserved(x->guard, reserved);
 }
 

@@ -38,3 +38,14 @@ void metrics_refresh(Metrics *x);
 /* Served from the last snapshot; never touch BPF maps. */
 int metrics_render_prometheus(Metrics *x, char **ret, size_t *ret_size);
 json_t *metrics_render_json(Metrics *x);
+
+/* Leases (metrics-lease.c): their CPUs join the collector's watched set (intrusions counted there, the
+ * leased tree marked like a job with metrics_track_task()); figures of one CPU from the last snapshot. */
+void metrics_set_leased(Metrics *x, const CpuSet *leased);
+typedef struct MetricsCpuFigures {
+        uint64_t intrusion_ns;          /* CPU time of tasks neither rtd's nor marked */
+        uint64_t intrusions;
+        uint64_t switches;
+        uint64_t hardirqs;              /* numbered IRQs + architecture vectors */
+} MetricsCpuFigures;
+int metrics_cpu_figures(Metrics *x, unsigned cpu, MetricsCpuFigures *ret);

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "irq.h"
+#include "lease.h"
 #include "manager.h"
 #include "messages.h"
 #include "reserve.h"
@@ -34,6 +35,7 @@ struct Reservation {
         IrqState irq;
         TuneState tune;
         bool irqs_kept;                 /* IRQs=keep */
+        pid_t lease_pids[LEASES_MAX];   /* leased trees: left alone like rtd's own (knob_ctx) */
 
         sd_event_source *drift_timer;
         uint64_t drift_checks;
@@ -72,7 +74,7 @@ static int restore_journal(Journal *j, int proc_fd, int sys_fd, json_t **ret_rep
         return q;
 }
 
-int reservation_restore_only(int proc_fd, int sys_fd, int runtime_fd) {
+static int reservation_restore_journal_only(int proc_fd, int sys_fd, int runtime_fd) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_free_ char *problem = NULL;
         int r;
@@ -87,6 +89,13 @@ int reservation_restore_only(int proc_fd, int sys_fd, int runtime_fd) {
                 return 0;
         }
         return restore_journal(j, proc_fd, sys_fd, NULL);
+}
+
+int reservation_restore_only(int proc_fd, int sys_fd, int runtime_fd) {
+        int q = reservation_restore_journal_only(proc_fd, sys_fd, runtime_fd);
+        /* Leases' knobs too (lease.c): `rtd --restore` puts the whole machine back. */
+        int k = leases_restore_only(proc_fd, sys_fd, runtime_fd);
+        return q < 0 ? q : k;
 }
 
 int reservation_new(Manager *m, Reservation **ret) {
@@ -196,6 +205,17 @@ int reservation_validate(Reservation *r, const CpuSet *cpus, char **ret_error) {
                 q = asprintf(ret_error, "cpus: reserving every online CPU (%s) leaves no housekeeping CPU for "
                                         "the system and rtd; keep at least one out of the list",
                              strempty(b));
+        } else if (leases_overlap(r->manager->leases, cpus)) {
+                const Lease *x = leases_overlap(r->manager->leases, cpus);
+                q = asprintf(ret_error, "cpus: they overlap lease %" PRIu64 " of %s, CPUs a job outside rtd runs "
+                                        "on (GET /v1/leases, rtctl leases); reserve other CPUs or wait for the "
+                                        "lease to end", lease_id(x), lease_owner(x));
+        } else if (leases_active(r->manager->leases) > 0 && (leases_cpus(r->manager->leases, &bad),
+                                                             cpuset_is_subset(&hk, &bad))) {
+                (void) cpuset_format(&bad, &b);
+                q = asprintf(ret_error, "cpus: with CPUs %s leased, reserving these leaves no housekeeping CPU for "
+                                        "the system and rtd; keep at least one CPU out of the list and the leases",
+                             strempty(b));
         } else if (config_of(r)->smt == SMT_EXCLUSIVE) {
                 /* A reserved CPU must not share its core with a housekeeping CPU; that also leaves the
                  * housekeeping CPUs whole cores, siblings included. */
@@ -231,7 +251,18 @@ int reservation_validate(Reservation *r, const CpuSet *cpus, char **ret_error) {
 static void knob_ctx(Reservation *r, KnobCtx *k, json_t *plan) {
         *k = (KnobCtx){ .proc_fd = r->proc_fd, .sys_fd = r->sys_fd, .journal = r->journal, .plan = plan,
                         .deadline_usec = now_usec(CLOCK_MONOTONIC) + TASK_WALK_BUDGET_USEC,
-                        .resume_pid = r->walk_resume };
+                        .resume_pid = r->walk_resume, .exempt = r->lease_pids };
+        k->n_exempt = leases_pids(r->manager->leases, r->lease_pids, ELEMENTSOF(r->lease_pids));
+}
+
+/* Housekeeping minus leased CPUs: what is moved off the reservation must not land on a lease either. */
+static void effective_hk(Reservation *r, const CpuSet *hk, CpuSet *ret) {
+        CpuSet leased;
+
+        leases_cpus(r->manager->leases, &leased);
+        cpuset_andnot(ret, hk, &leased);
+        if (cpuset_is_empty(ret))
+                *ret = *hk;
 }
 
 /* After a walk: remember where it stopped; say so once, when it first happens. */
@@ -325,8 +356,10 @@ int reservation_check_drift(Reservation *r) {
 
         if (!r->active)
                 return 0;
+        CpuSet hk;
+        effective_hk(r, &r->housekeeping, &hk);
         knob_ctx(r, &k, NULL);
-        q = apply_backend(&k, r->backend, &r->housekeeping, &r->reserved, true, &r->cgroup, &ts);
+        q = apply_backend(&k, r->backend, &hk, &r->reserved, true, &r->cgroup, &ts);
         walk_done(r, &k, &ts);
         if (q < 0)
                 log_warning_errno(q, "Drift check: could not re-apply task affinities: %m");
@@ -334,7 +367,7 @@ int reservation_check_drift(Reservation *r) {
         r->tasks.own = ts.own;          /* workers and jobs come and go */
         r->tasks.inherited += ts.inherited;
         if (!r->irqs_kept)
-                apply_irqs(r, &k, &r->housekeeping, &r->reserved, true, &r->irq);
+                apply_irqs(r, &k, &hk, &r->reserved, true, &r->irq);
         r->drift_checks++;
         r->last_check_realtime = (uint64_t) time(NULL);
         if (ts.drifted > 0)
@@ -386,8 +419,10 @@ int reservation_apply(Reservation *r, const CpuSet *cpus) {
         if (q < 0)
                 return log_error_errno(q, "Cannot reserve: the restore journal cannot be written: %m");
 
+        CpuSet ehk;
+        effective_hk(r, &hk, &ehk);
         knob_ctx(r, &k, NULL);
-        q = apply_backend(&k, b, &hk, cpus, false, &r->cgroup, &r->tasks);
+        q = apply_backend(&k, b, &ehk, cpus, false, &r->cgroup, &r->tasks);
         walk_done(r, &k, &r->tasks);
         if (q < 0) {
                 log_error_errno(q, "Could not keep tasks off the reserved CPUs (%s backend): %m",
@@ -401,7 +436,7 @@ int reservation_apply(Reservation *r, const CpuSet *cpus) {
         }
         r->irqs_kept = c->irqs == IRQ_KEEP;
         if (!r->irqs_kept)
-                apply_irqs(r, &k, &hk, cpus, false, &r->irq);
+                apply_irqs(r, &k, &ehk, cpus, false, &r->irq);
         else {
                 /* IRQs=keep after a reload: masks rtd changed before go back now. */
                 for (size_t i = r->journal->n_entries; i-- > 0;) {
@@ -414,7 +449,7 @@ int reservation_apply(Reservation *r, const CpuSet *cpus) {
                 }
                 irq_state_done(&r->irq);
         }
-        (void) tune_apply(&k, c, &hk, cpus, r->manager->topology->nr_cpu_ids, &r->tune);
+        (void) tune_apply(&k, c, &ehk, cpus, r->manager->topology->nr_cpu_ids, &r->tune);
 
         free(r->backend_reason);
         r->backend_reason = TAKE_PTR(reason);
@@ -440,8 +475,10 @@ int reservation_release(Reservation *r) {
                 /* Catch tasks born since the last check, so they get their ancestors' masks back too. */
                 TaskStats ts;
                 KnobCtx k;
+                CpuSet hk;
+                effective_hk(r, &r->housekeeping, &hk);
                 knob_ctx(r, &k, NULL);
-                (void) tasks_apply(&k, &r->housekeeping, r->backend == BACKEND_AFFINITY ? TASKS_ALL
+                (void) tasks_apply(&k, &hk, r->backend == BACKEND_AFFINITY ? TASKS_ALL
                                                                                           : TASKS_UNCONFINED,
                                    true, getpid(), &ts);
                 walk_done(r, &k, &ts);

@@ -114,6 +114,9 @@ typedef struct KnobCtx {
          * resumes after resume_pid, so a walk cut short every time still reaches every task in turn. */
         uint64_t deadline_usec;
         pid_t resume_pid;
+        /* Roots of process trees a walk over /proc leaves alone like rtd's own (leased trees, lease.c). */
+        const pid_t *exempt;
+        size_t n_exempt;
 } KnobCtx;
 
 static inline KnobWriteFn knob_write_fn(const KnobCtx *k) {

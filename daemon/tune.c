@@ -263,6 +263,13 @@ static void set_workqueues(KnobCtx *k, TuneState *st, const CpuSet *hk, unsigned
         closedir(d);
 }
 
+void tune_apply_workqueues(KnobCtx *k, const CpuSet *hk, unsigned nr_cpu_ids) {
+        TuneState st = {};
+
+        set_workqueues(k, &st, hk, nr_cpu_ids);
+        tune_state_done(&st);
+}
+
 int tune_apply(KnobCtx *k, const RtdConfig *c, const CpuSet *hk, const CpuSet *reserved, unsigned nr_cpu_ids,
                TuneState *st) {
         tune_state_done(st);

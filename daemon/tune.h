@@ -35,6 +35,8 @@ void tune_state_done(TuneState *s);
 /* Apply [Tuning] and the workqueue masks for this reservation. Never fails for one knob: see outcomes. */
 int tune_apply(KnobCtx *k, const RtdConfig *c, const CpuSet *housekeeping, const CpuSet *reserved,
                unsigned nr_cpu_ids, TuneState *st);
+/* Only the workqueue masks: (original ∩ hk) or hk (leases quiet their CPUs without the global sysctls). */
+void tune_apply_workqueues(KnobCtx *k, const CpuSet *housekeeping, unsigned nr_cpu_ids);
 /* Knobs with original → current (read now) and why knobs were left alone. */
 json_t *tune_state_to_json(const TuneState *st, int proc_fd, int sys_fd);
 /* Why the fair server cannot be tuned here, or NULL when it can (for plan). */

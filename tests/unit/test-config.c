@@ -74,7 +74,7 @@ static void test_every_key(void **state) {
                           "[Jobs]\nPolicy=priority\nWorkerPriority=90\nDefaultPriority=10\nKillGraceSec=1\n"
                           "MaxQueued=5\nKeepFinished=0\nAgingSec=3\n"
                           "[Access]\nAdminGroup=adm\nSubmitGroup=none\nMaxPriority=20\nMaxCoresPerUser=2\n"
-                          "MaxQueuedPerUser=7\nMaxTimeoutSec=60\n",
+                          "MaxQueuedPerUser=7\nMaxTimeoutSec=60\nLeaseGroup=slurm\n",
                           &r, NULL);
 
         assert_int_equal(r, 0);
@@ -102,6 +102,7 @@ static void test_every_key(void **state) {
         assert_string_equal(c->admin_group, "adm");
         assert_null(c->submit_group);
         assert_int_equal(c->max_timeout_sec, 60);
+        assert_string_equal(c->lease_group, "slurm");
         free(msg);
         config_free(c);
 }
@@ -114,6 +115,7 @@ static void test_none_and_no(void **state) {
         assert_int_equal(r, 0);
         assert_null(c->metrics_listen);
         assert_int_equal(c->reserve_mode, RESERVE_NONE);
+        assert_null(c->lease_group);    /* default: root and admins only */
         free(msg);
         config_free(c);
 }
@@ -159,6 +161,7 @@ static void test_invalid_values(void **state) {
                 { "[Jobs]\nMaxArraySize=0\n", "test.conf:2: invalid value '0' for MaxArraySize= in [Jobs]: expected a number of tasks from 1 to 1000000" },
                 { "[Jobs]\nMaxArraySize=1000001\n", "'1000001' for MaxArraySize=" },
                 { "[Access]\nAdminGroup=a b\n", "'a b' for AdminGroup= in [Access]: expected a group name" },
+                { "[Access]\nLeaseGroup=a:b\n", "'a:b' for LeaseGroup= in [Access]: expected a group name" },
                 { "Socket=/x\n", "test.conf:1: key 'Socket' outside of a [Section]" },
                 { "[Daemon\n", "test.conf:1: malformed section header '[Daemon': expected [Section]" },
                 { "[Daemon]\njust words\n", "test.conf:2: expected Key=Value, got 'just words'" },

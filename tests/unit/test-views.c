@@ -39,6 +39,10 @@ static char *render(const char *name, json_t *j, bool color, time_t now) {
                 view_array(&v, j);
         else if (startswith(name, "metrics"))
                 view_metrics(&v, j);
+        else if (startswith(name, "leases"))
+                view_leases(&v, j);
+        else if (startswith(name, "lease-"))
+                view_lease(&v, j);
         else
                 fail_msg("%s: no view for this fixture name", name);
         view_done(&v);
