@@ -2,6 +2,8 @@
 /* One HTTP/1.1 exchange with rtd over its unix socket, every wait bounded (the plugin must never hang a step). */
 #pragma once
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "rtlease.h"
@@ -24,6 +26,6 @@ int rtlease_call(const RtPluginArgs *a, const char *method, const char *path, co
                  char **ret_error);
 
 /* Whether a failure of rtlease_call means "rtd is not running here" (what --rt-optional forgives). */
-static inline int rtlease_error_is_absent(int r) {
+static inline bool rtlease_error_is_absent(int r) {
         return r == -ENOENT || r == -ECONNREFUSED || r == -ENOTDIR;
 }
