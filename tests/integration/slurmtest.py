@@ -14,7 +14,8 @@ import time
 from rtdtest import BUILD, Rtd, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PLUGIN = os.path.join(BUILD, "slurm/spank_rtd.so")
+# RTD_SPANK_PLUGIN: the plugin from another build than the rtd under test (RTD_BUILD_DIR).
+PLUGIN = os.environ.get("RTD_SPANK_PLUGIN") or os.path.join(BUILD, "slurm/spank_rtd.so")
 
 
 def missing():

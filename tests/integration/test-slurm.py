@@ -36,10 +36,21 @@ def need_cluster():
         raise Skip(why)
 
 
-def leases(c):
+def all_leases(c):
     st, _, body = c.rtd.http("GET", "/v1/leases")
     assert st == 200, (st, body)
     return json.loads(body)["leases"]
+
+
+def leases(c):
+    """The active leases (rtd also lists the last ones that ended)."""
+    return [l for l in all_leases(c) if l["state"] == "active"]
+
+
+def ended(c, step):
+    ls = [l for l in all_leases(c) if l["owner"] == f"slurm:{step}" and l["state"] == "released"]
+    assert len(ls) == 1, all_leases(c)
+    return ls[0]
 
 
 def need_lease_api(c):
@@ -64,8 +75,12 @@ def step_of(proc_or_out):
     return m.group(1)
 
 
-def running_marker(timeout=60):
+def running_marker(proc, timeout=60):
+    """The step id of the (only) step running the probe; fails with srun's words if srun ended first."""
     def find():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"srun exited {proc.returncode} before the step ran:\n{out}\n{err}")
         for f in os.listdir("/tmp"):
             if f.startswith("rtdslurm-") and f.endswith(".running"):
                 return f[len("rtdslurm-"):-len(".running")]
@@ -152,13 +167,14 @@ def rt_step_quiets_its_cpu_and_gives_back():
         assert expand(affinity(hog_pid)) == set(range(os.cpu_count())), affinity(hog_pid)
         before = Knobs.read()
         irqs_before = irqs_on(LEASED)
-        p = c.srun_bg("-w", "n1", "-n1", "--rt=60", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
+        p = c.srun_bg("-w", "n1", "-n1", "-c2", "--rt=60", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
                       PROBE.format(secs=6, rc=0), user=USER)
-        step = running_marker()
+        step = running_marker(p)
         during = Knobs.read()
         ls = leases(c)
         assert [(l["owner"], l["cpus"], l["state"]) for l in ls] == [(f"slurm:{step}", LEASED, "active")], ls
-        assert int(LEASED) not in expand(affinity(hog_pid)), affinity(hog_pid)
+        hog_during = affinity(hog_pid)
+        assert int(LEASED) not in expand(hog_during), hog_during
         irqs_during = irqs_on(LEASED)
         moved = {k for k in before if k.startswith("irq") and during.get(k) != before[k]}
         assert all(int(LEASED) not in expand(during[k]) for k in moved), (moved, during)
@@ -167,12 +183,14 @@ def rt_step_quiets_its_cpu_and_gives_back():
         assert "SCHED_FIFO" in out and "priority: 60" in out, out
         assert re.search(r"Cpus_allowed_list:\s+1\b", out), out
         wait_for(lambda: leases(c) == [], 15, "the lease was not released after the step")
+        gone = ended(c, step)
+        assert "DELETE" in gone["end_reason"], gone          # the plugin's slurm_spank_exit released it
         after = Knobs.read()
         assert after == before, {k: (before.get(k), after.get(k)) for k in before if before.get(k) != after.get(k)}
         assert expand(affinity(hog_pid)) == set(range(os.cpu_count())), affinity(hog_pid)
-        print(f"  step {step}: IRQs on CPU {LEASED} before/during/after: {len(irqs_before)}/{len(irqs_during)}/"
-              f"{len(irqs_on(LEASED))}; {len(moved)} moved and back; other task's CPUs during "
-              f"{affinity(hog_pid) if False else 'without ' + LEASED}")
+        print(f"  step {step}: IRQs with CPU {LEASED} in their mask before/during/after: {len(irqs_before)}/"
+              f"{len(irqs_during)}/{len(irqs_on(LEASED))}; {len(moved)} IRQ masks moved and put back; "
+              f"other task's CPUs during: {hog_during}; lease metrics at its end: {gone.get('metrics')}")
     finally:
         if hog:
             hog.kill()
@@ -187,25 +205,29 @@ def failing_step_and_scancel_release_the_lease():
     try:
         c = e.c
         need_lease_api(c)
-        p = c.srun("-w", "n1", "-n1", "--rt=40", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
+        p = c.srun("-w", "n1", "-n1", "-c2", "--rt=40", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
                    PROBE.format(secs=1, rc=3), user=USER)
         assert p.returncode == 3, (p.returncode, p.stdout, p.stderr)
         assert "SCHED_FIFO" in p.stdout, p.stdout
         wait_for(lambda: leases(c) == [], 15, "a failed step's lease was not released")
+        failed = step_of(p.stdout)
+        assert "DELETE" in ended(c, failed)["end_reason"], ended(c, failed)
         clear_markers()
 
-        p = c.srun_bg("-w", "n2", "-n1", "--rt-quiet", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
+        p = c.srun_bg("-w", "n2", "-n1", "-c2", "--rt-quiet", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
                       PROBE.format(secs=120, rc=0), user=USER)
-        step = running_marker()
+        step = running_marker(p)
         ls = leases(c)
         assert [l["owner"] for l in ls] == [f"slurm:{step}"], ls
         assert "priority" not in ls[0] or ls[0]["priority"] in (None, 0), ls     # --rt-quiet: no policy
         r = subprocess.run(["scancel", step.split(".")[0]], env=c.env, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         out, err = p.communicate(timeout=60)
-        assert p.returncode != 0, (out, err)
+        assert f"STEP {step} ON n2 CANCELLED" in err, (out, err)
         assert "SCHED_OTHER" in out, out
         wait_for(lambda: leases(c) == [], 20, "a cancelled step's lease was not released")
+        print(f"  failed step {failed}: {ended(c, failed)['end_reason']}; cancelled step {step}: "
+              f"{ended(c, step)['end_reason']}")
     finally:
         e.close()
 
@@ -217,12 +239,12 @@ def overlapping_steps_are_refused_cleanly():
     try:
         c = e.c
         need_lease_api(c)
-        a = c.srun_bg("-w", "n1", "-n1", "--rt=50", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
+        a = c.srun_bg("-w", "n1", "-n1", "-c2", "--rt=50", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
                       PROBE.format(secs=8, rc=0), user=USER)
-        step_a = running_marker()
+        step_a = running_marker(a)
         # Node n2 is this same host: its step asks for CPU 1 too, which step A's lease holds.
         t0 = time.time()
-        b = c.srun("-w", "n2", "-n1", "--rt=50", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
+        b = c.srun("-w", "n2", "-n1", "-c2", "--rt=50", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
                    "echo RAN", user=USER)
         assert b.returncode != 0 and "RAN" not in b.stdout, (b.returncode, b.stdout, b.stderr)
         assert "rtd refused to lease CPUs 1" in b.stderr and "409" in b.stderr, b.stderr
@@ -313,9 +335,9 @@ def prometheus_scrapes_the_step_series():
         proc = subprocess.Popen([prom, f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tmp}/data",
                                  f"--web.listen-address=127.0.0.1:{prom_port}"],
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        p = c.srun_bg("-w", "n1", "-n1", "--rt=60", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
+        p = c.srun_bg("-w", "n1", "-n1", "-c2", "--rt=60", f"--cpu-bind=map_cpu:{LEASED}", "sh", "-c",
                       PROBE.format(secs=12, rc=0), user=USER)
-        step = running_marker()
+        step = running_marker(p)
 
         def query(q):
             u = f"http://127.0.0.1:{prom_port}/api/v1/query?query=" + urllib.parse.quote(q)
