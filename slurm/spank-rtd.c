@@ -7,8 +7,8 @@
  * Where each part runs (Slurm 22.05, SlurmdUser=root): the options are parsed in srun (local context, so a bad
  * value fails at once) and again in slurmstepd (remote). slurm_spank_task_post_fork runs in slurmstepd as
  * root once per task after all tasks are forked and bound by the task plugin (task/affinity) but before any
- * of them may exec: the last call sees every task's affinity, leases their union and sets each task's policy.
- * slurmstepd also gives each task its policy there (the tasks are the user's already; the policy survives exec).
+ * of them may exec: the last call sees every task's affinity, leases their union and sets each task's policy
+ * (the tasks are the user's already, waiting for slurmstepd's go; the policy survives exec).
  * The tasks then run slurm_spank_task_init (as the user, right before exec) and fail when the lease was not
  * granted. The verdict reaches them through a shared page mapped before the fork: a failure in task_post_fork
  * itself would stop the step but leave srun's exit status 0, while a task that fails exits 1 and srun says so.
