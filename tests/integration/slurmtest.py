@@ -137,6 +137,9 @@ KillWait=5
     def srun(self, *args, user=None, timeout=120):
         return run(["srun", *args], user=user, env=self.env, timeout=timeout)
 
+    def sbatch(self, *args, user=None, timeout=60):
+        return run(["sbatch", *args], user=user, env=self.env, timeout=timeout)
+
     def srun_bg(self, *args, user=None):
         cmd = ["srun", *args]
         if user is not None:

@@ -311,6 +311,39 @@ def bad_options_fail_in_srun():
 
 
 @test
+def sbatch_options_reach_its_steps():
+    need_cluster()
+    e = Env()
+    out = None
+    try:
+        c = e.c
+        need_lease_api(c)
+        out = f"/tmp/rtdslurm-sbatch-{os.getpid()}.out"
+        p = c.sbatch("-w", "n1", "-c2", "--rt=60", "-o", out, "--wrap",
+                     f"srun -n1 -c2 --cpu-bind=map_cpu:{LEASED} sh -c 'echo step=$SLURM_JOB_ID.$SLURM_STEP_ID; "
+                     "chrt -p $$'", user=USER)
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        job = p.stdout.split()[-1]
+        wait_for(lambda: run_squeue_empty(c), 60, f"batch job {job} did not finish")
+        text = wait_for(lambda: os.path.exists(out) and open(out).read(), 10, "no batch output")
+        assert "SCHED_FIFO" in text and "priority: 60" in text, text
+        step = step_of(text)
+        assert step == f"{job}.0", text
+        assert "DELETE" in ended(c, step)["end_reason"]
+        # The batch script's own step holds the whole allocation: it leases nothing.
+        assert [l["owner"] for l in all_leases(c)] == [f"slurm:{step}"], all_leases(c)
+    finally:
+        if out and os.path.exists(out):
+            os.unlink(out)
+        e.close()
+
+
+def run_squeue_empty(c):
+    p = subprocess.run(["squeue", "-h"], env=c.env, capture_output=True, text=True)
+    return p.returncode == 0 and not p.stdout.strip()
+
+
+@test
 def prometheus_scrapes_the_step_series():
     need_cluster()
     prom = shutil.which("prometheus")
