@@ -154,7 +154,8 @@ if [ "$INSTALL_MODE" = deb ]; then
         for f in ./usr/sbin/rtd ./usr/bin/rtctl ./lib/systemd/system/rtd.service ./lib/systemd/system/rtd.socket \
                  ./lib/systemd/system/rtd-metrics.socket ./usr/lib/sysusers.d/rtd.conf \
                  ./usr/share/man/man8/rtd.8.gz ./usr/share/man/man1/rtctl.1.gz ./usr/share/man/man5/rtd.conf.5.gz \
-                 ./usr/share/bash-completion/completions/rtctl; do
+                 ./usr/share/bash-completion/completions/rtctl \
+                 "./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/slurm-wlm/spank_rtd.so"; do
                 grep -qx "$f" "$WORKDIR/pkg/contents" || bad "the .deb lacks $f"
         done
 else
