@@ -11,8 +11,8 @@ import re
 import subprocess
 import time
 
-from rtdtest import (FINAL, Skip, SubmitGroupRtd, TestUser, api, assert_refusal, job, knob_lock, n_jobs, output, run_tests,
-                     test, uapi, usubmit, wait_final, wait_state)
+from rtdtest import (FINAL, Skip, SubmitGroupRtd, TestUser, api, assert_refusal, job, knob_lock, n_jobs, output,
+                     run_tests, test, uapi, usubmit, wait_final, wait_state)
 
 CPU = 1
 GROUP = "rtdlimgrp"
