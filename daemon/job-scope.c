@@ -92,7 +92,7 @@ static int fork_anchor(pid_t *ret) {
         if (pid < 0)
                 return -errno;
         if (pid == 0) {
-                (void) prctl(PR_SET_NAME, (unsigned long) "rtd-anchor");
+                (void) prctl(PR_SET_NAME, (unsigned long) JOB_SCOPE_ANCHOR_COMM);
                 (void) setsid();        /* no signal of rtd's process group or terminal reaches it */
                 (void) syscall(SYS_close_range, 0U, ~0U, 0U);   /* no socket or store of rtd's held on */
                 sigemptyset(&none);
@@ -151,8 +151,8 @@ static void end_old_anchors(const JobScope *s) {
                 if (end == p)
                         break;
                 snprintf(path, sizeof path, "/proc/%ld/comm", pid);
-                if (pid != s->anchor && read_one_line_at(AT_FDCWD, path, &comm) >= 0 && streq(comm, "rtd-anchor") &&
-                    kill((pid_t) pid, SIGKILL) == 0)
+                if (pid != s->anchor && read_one_line_at(AT_FDCWD, path, &comm) >= 0 &&
+                    streq(comm, JOB_SCOPE_ANCHOR_COMM) && kill((pid_t) pid, SIGKILL) == 0)
                         (void) waitpid((pid_t) pid, NULL, 0);   /* ours after a re-exec; ECHILD otherwise */
         }
 }

@@ -6,6 +6,8 @@
 #include <sys/types.h>
 
 #define JOB_SCOPE_UNIT "rtd-jobs.scope"
+/* The comm of the process that keeps the scope from being empty (it only sleeps); see job-scope.c. */
+#define JOB_SCOPE_ANCHOR_COMM "rtd-anchor"
 #define JOB_SCOPE_WORKERS "rtd-workers"         /* its leaf cgroup for workers (and the anchor) */
 
 typedef struct JobScope {

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "job-scope.h"
 #include "manager.h"
 #include "reexec.h"
 #include "shared/fileio.h"
@@ -299,10 +300,18 @@ int reexec_attach(Manager *m) {
         char *save = NULL;
 
         /* Workers of the previous image are still our children (same pid): they finish their jobs and exit,
-         * and someone must reap them. Watch each; its job is re-adopted through its pidfd as after a stop. */
+         * and someone must reap them. Watch each; its job is re-adopted through its pidfd as after a stop.
+         * Not the previous image's anchor of the jobs' scope: job-scope.c ends and reaps it once ours is in
+         * place, and a child source whose pid someone else reaped fails the whole event loop (ECHILD). */
         for (char *p = children ? strtok_r(children, " ", &save) : NULL; p; p = strtok_r(NULL, " ", &save)) {
+                _cleanup_free_ char *comm = NULL;
                 pid_t pid = (pid_t) strtol(p, NULL, 10);
-                if (pid > 0 && sd_event_add_child(m->event, NULL, pid, WEXITED, on_inherited_child, NULL) < 0)
+                char path[64];
+
+                snprintf(path, sizeof path, "/proc/%d/comm", (int) pid);
+                if (pid <= 0 || read_one_line_at(AT_FDCWD, path, &comm) < 0 || streq(comm, JOB_SCOPE_ANCHOR_COMM))
+                        continue;
+                if (sd_event_add_child(m->event, NULL, pid, WEXITED, on_inherited_child, NULL) < 0)
                         log_debug("Inherited child %d is gone already", (int) pid);
         }
         return sd_event_add_signal(m->event, NULL, SIGUSR2, on_sigusr2, m);
