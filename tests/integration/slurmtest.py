@@ -24,7 +24,8 @@ def missing():
         if not shutil.which(b) and not os.path.exists("/usr/sbin/" + b):
             return f"{b} missing (Debian packages slurmctld slurmd slurm-client munge; tools/setup-deps)"
     if not os.path.exists(PLUGIN):
-        return f"{PLUGIN} not built (libslurm-dev missing at meson setup?)"
+        return (f"{PLUGIN} not built (libslurm-dev missing at meson setup, -Dslurm=disabled, or a sanitizer build, "
+                "whose plugin could not load into slurmstepd)")
     return None
 
 
