@@ -250,7 +250,7 @@ static int skip_value(const char **pp, int depth) {
                         }
         } else if (*p == '-' || isdigit((unsigned char) *p)) {
                 p++;
-                while (isdigit((unsigned char) *p) || strchr(".eE+-", *p))
+                while (isdigit((unsigned char) *p) || (*p && strchr(".eE+-", *p)))
                         p++;
         } else if (startswith(p, "true"))
                 p += 4;
