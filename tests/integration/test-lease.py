@@ -52,8 +52,13 @@ class LeaseScenario:
         ns = self.ns
         ns.spawn("sleep", "1000")
         ns.spawn("taskset", "-c", LEASED, "sleep", "1000")
+        # Wait until both helpers have become their sleep (nsenter and taskset exec'd): a snapshot taken
+        # before taskset pins its sleep would see that pinning as a change.
         end = time.time() + 20
-        while len(ns.tasks()) < 3 and time.time() < end:
+        while time.time() < end:
+            comms = [v[0] for v in ns.tasks().values()]
+            if len(comms) >= 3 and comms.count("sleep") >= 2:
+                break
             time.sleep(0.1)
         self.knobs = tr.AllKnobs()
         self.tasks = ns.tasks()

@@ -236,7 +236,10 @@ class Scenario:
                  "[t.start() for t in ts]\ntime.sleep(1000)")
         # Wait for the helpers to be up (python's threads take a while on a loaded machine).
         end = time.time() + 20
-        while len(ns.tasks()) < 7 and time.time() < end:
+        while time.time() < end:
+            comms = [v[0] for v in ns.tasks().values()]
+            if len(comms) >= 7 and comms.count("sleep") >= 2:   # and taskset has pinned its sleep
+                break
             time.sleep(0.1)
         self.knobs = AllKnobs()
         self.tasks = ns.tasks()
