@@ -216,9 +216,9 @@ def test_dispatch_report(dispatch):
                 doc = os.path.join(td, 'benchmarks.md')
                 with open(doc, 'w') as f:
                         f.write('# Benchmarks\n\n## Dispatch\nold\n\n## Other\nkept\n')
-                dispatch.write_doc(doc, text)
+                dispatch.write_doc(doc, text, 'Dispatch')
                 once = open(doc).read()
-                dispatch.write_doc(doc, text)
+                dispatch.write_doc(doc, text, 'Dispatch')
                 check('dispatch: its section is replaced, others kept, idempotently',
                       'old' not in once and '## Other\nkept' in once and once.count('## Dispatch') == 1
                       and open(doc).read() == once)
