@@ -42,6 +42,20 @@ static int cmp_u64(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* The gaps, one "start length" line each after the loop period: for bench/floor-run's accounting. */
+static int write_gaps(const char *path, uint64_t period, const uint64_t *start, const uint64_t *len, size_t n) {
+        FILE *f = fopen(path, "w");
+
+        if (!f) {
+                fprintf(stderr, "floor: %s: %s\n", path, strerror(errno));
+                return 1;
+        }
+        fprintf(f, "%llu\n", (unsigned long long) period);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%llu %llu\n", (unsigned long long) start[i], (unsigned long long) len[i]);
+        return fclose(f) != 0;
+}
+
 int main(int argc, char **argv) {
         double seconds = 10;
         uint64_t threshold = 1000, start, end, prev, t, loops = 0, min = UINT64_MAX, max = 0, stolen = 0;
@@ -123,20 +137,11 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < SLOTS; i++)
                 printf("%s%llu", i ? ", " : "", (unsigned long long) hist[i]);
         printf("]}\n");
-        if (gapfile) {
-                FILE *f = fopen(gapfile, "w");
-
-                if (!f) {
-                        fprintf(stderr, "floor: %s: %s\n", gapfile, strerror(errno));
-                        return 1;
-                }
-                fprintf(f, "%llu\n", (unsigned long long) min);
-                for (size_t i = 0; i < n; i++)
-                        fprintf(f, "%llu %llu\n", (unsigned long long) gap_start[i], (unsigned long long) gap_len[i]);
-                if (fclose(f) != 0)
-                        return 1;
-        }
-        return 0;
+        int rc = gapfile ? write_gaps(gapfile, min, gap_start, gap_len, n) : 0;
+        free(sorted);
+        free(gap_start);
+        free(gap_len);
+        return rc;
 usage:
         fprintf(stderr, "usage: floor [-d SECONDS] [-t THRESHOLD_NS] [-g GAPFILE]\n");
         return 2;

@@ -363,9 +363,12 @@ int reexec_exec(void) {
 
         execv(st.binary, st.argv);
         r = -errno;
-        _cleanup_free_ char *reason = NULL;
-        if (asprintf(&reason, "execve(%s) failed: %s", st.binary, strerror(-r)) >= 0)
-                note_failure(reason);
+        {
+                /* A block of its own: the goto above must not jump over a cleanup variable (clang refuses). */
+                _cleanup_free_ char *reason = NULL;
+                if (asprintf(&reason, "execve(%s) failed: %s", st.binary, strerror(-r)) >= 0)
+                        note_failure(reason);
+        }
 undo:
         /* Still us: fds 3, 4 back as they were; the sockets stay parked for reexec_fix_listeners(). */
         for (int i = 0; i < 2; i++) {
