@@ -46,27 +46,8 @@ static int submit(Request *req, Response *resp) {
                 return 0;
         api_caller_of(req, &c, groups, ELEMENTSOF(groups));
         r = job_manager_submit_array(req->manager->jobs, body, &c, &id, &field, &error);
-        switch (r) {
-        case 0:
-                break;
-        case -EINVAL:
-                return reply_problem(resp, 400, "Invalid job array", "%s: %s", strempty(field), strempty(error));
-        case -E2BIG:
-                return reply_problem(resp, 400, "Job array too large", "%s: %s", strempty(field), strempty(error));
-        case -EPERM:
-                return reply_problem(resp, 403, "Above your limits", "%s: %s", strempty(field), strempty(error));
-        case -EUSERS:
-        case -ENOSPC:
-                return reply_problem(resp, 429, "Too many queued jobs", "%s", strempty(error));
-        case -ENXIO:
-                return reply_problem(resp, 409, "No CPUs reserved", "%s", strempty(error));
-        case -EDQUOT:
-                return reply_problem(resp, 507, "Job store full", "%s", strempty(error));
-        case -EIO:
-                return reply_problem(resp, 503, "Job store failed", "%s", strempty(error));
-        default:
-                return r;
-        }
+        if (r != 0)
+                return api_reply_submit_refusal(resp, r, "Invalid job array", field, error);
         r = job_manager_get_array(req->manager->jobs, id, &array, NULL);
         if (r < 0)
                 return r;

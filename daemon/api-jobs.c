@@ -56,6 +56,30 @@ static int set_location(Response *resp, uint64_t id) {
         return 0;
 }
 
+/* A refused submission (job_manager_submit() and its array form) as the problem a client can act on; other
+ * errors are rtd's own and go back to the caller. */
+int api_reply_submit_refusal(Response *resp, int r, const char *invalid_title, const char *field, const char *error) {
+        switch (r) {
+        case -EINVAL:
+                return reply_problem(resp, 400, invalid_title, "%s: %s", strempty(field), strempty(error));
+        case -E2BIG:
+                return reply_problem(resp, 400, "Job array too large", "%s: %s", strempty(field), strempty(error));
+        case -EPERM:
+                return reply_problem(resp, 403, "Above your limits", "%s: %s", strempty(field), strempty(error));
+        case -EUSERS:
+        case -ENOSPC:
+                return reply_problem(resp, 429, "Too many queued jobs", "%s", strempty(error));
+        case -ENXIO:
+                return reply_problem(resp, 409, "No CPUs reserved", "%s", strempty(error));
+        case -EDQUOT:
+                return reply_problem(resp, 507, "Job store full", "%s", strempty(error));
+        case -EIO:
+                return reply_problem(resp, 503, "Job store failed", "%s", strempty(error));
+        default:
+                return r;
+        }
+}
+
 static int submit(Request *req, Response *resp) {
         _cleanup_free_ char *field = NULL, *error = NULL;
         JobManager *jm = req->manager->jobs;
@@ -79,25 +103,8 @@ static int submit(Request *req, Response *resp) {
         api_caller_of(req, &c, groups, ELEMENTSOF(groups));
         r = job_manager_submit(jm, &spec, &c, &id, &field, &error);
         job_spec_done(&spec);
-        switch (r) {
-        case 0:
-                break;
-        case -EINVAL:
-                return reply_problem(resp, 400, "Impossible job", "%s: %s", strempty(field), strempty(error));
-        case -EPERM:
-                return reply_problem(resp, 403, "Above your limits", "%s: %s", strempty(field), strempty(error));
-        case -EUSERS:
-        case -ENOSPC:
-                return reply_problem(resp, 429, "Too many queued jobs", "%s", strempty(error));
-        case -ENXIO:
-                return reply_problem(resp, 409, "No CPUs reserved", "%s", strempty(error));
-        case -EDQUOT:
-                return reply_problem(resp, 507, "Job store full", "%s", strempty(error));
-        case -EIO:
-                return reply_problem(resp, 503, "Job store failed", "%s", strempty(error));
-        default:
-                return r;
-        }
+        if (r != 0)
+                return api_reply_submit_refusal(resp, r, "Impossible job", field, error);
         r = job_manager_get(jm, id, true, &job, NULL);
         if (r < 0)
                 return r;

@@ -24,6 +24,8 @@ int api_parse_body(Request *req, Response *resp, json_t **ret);  /* 400 problem 
 
 #include "jobs.h"
 void api_caller_of(Request *req, JobCaller *ret, gid_t *groups, size_t max_groups);
+/* A refused submission as its problem+json (400/403/409/429/503/507); rtd's own errors returned as they are. */
+int api_reply_submit_refusal(Response *resp, int r, const char *invalid_title, const char *field, const char *error);
 
 /* api-arrays.c: an array's progress on /v1/events?array=ID. The check replies (403, 404) and returns 1, or
  * sets *ret_id and returns 0. An "array" event for array id goes to the stream, which ends with the array. */
