@@ -233,6 +233,9 @@ def escape_attempt_is_refused_by_the_kernel():
             time.sleep(0.02)
         pids = job_pids(jid)
         assert gc in pids and len(pids) >= 3, (gc, pids)
+        # The grandchild left the job's session and process group, not its cgroups (checked while both live:
+        # the job's first task may end before the spinner reports).
+        assert os.getsid(gc) != os.getsid(pids[0]) or gc == pids[0]
         # From inside: taskset failed, and the spinner (3 s) was refused every time.
         out = wait_for(lambda: (lambda o: "spinner refused" in o and o)(
             api(rtd, "GET", f"/v1/jobs/{jid}/output?stream=stdout")[1].decode()), what="the spinner's report")
@@ -242,8 +245,6 @@ def escape_attempt_is_refused_by_the_kernel():
         assert refused == tries > 0, out
         assert "Invalid argument" in err, err
         j = job(rtd, jid)
-        # The grandchild left the job's session and process group, not its cgroups.
-        assert os.getsid(gc) != os.getsid(pids[0]) or gc == pids[0]
         p = rtd.ctl("cancel", str(jid), user=USER)
         assert p.returncode == 0, p
         assert wait_final(rtd, jid)["state"] == "cancelled"
