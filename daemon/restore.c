@@ -245,6 +245,8 @@ static int entry_from_json(Journal *j, json_t *o) {
                 return -EINVAL;
         if ((k == JOURNAL_KNOB || k == JOURNAL_MKDIR) && (key[0] == '/' || strstr(key, "..")))
                 return -EINVAL;         /* paths stay below their root */
+        if (pid < 0 || pid > INT32_MAX)
+                return -EINVAL;         /* a pid_t: a wider number would come back another pid */
 
         e = journal_append(j);
         if (!e)

@@ -106,7 +106,8 @@ static void test_torn_and_corrupt(void **state) {
         free(problem);
         journal_free(k);
 
-        /* A bad entry among good ones: skipped and counted; unknown kinds and paths escaping the root too. */
+        /* A bad entry among good ones: skipped and counted; unknown kinds, paths escaping the root and pids
+         * no pid_t holds too. */
         k = journal_new(-1);
         assert_int_equal(journal_parse(k,
                                        "{\"version\":1,\"entries\":[\n"
@@ -114,12 +115,13 @@ static void test_torn_and_corrupt(void **state) {
                                        "{\"kind\":\"teleport\",\"key\":\"x\"},\n"
                                        "{\"kind\":\"knob\",\"root\":\"proc\",\"key\":\"../etc/passwd\",\"original\":\"x\"},\n"
                                        "{\"kind\":\"task\",\"original\":\"0\"},\n"
+                                       "{\"kind\":\"task\",\"pid\":2147483648,\"original\":\"0\"},\n"
                                        "42\n"
                                        "]}\n",
                                        &problem),
                          0);
         assert_non_null(problem);
-        assert_non_null(strstr(problem, "4 unreadable"));
+        assert_non_null(strstr(problem, "5 unreadable"));
         assert_int_equal(k->n_entries, 1);
         free(problem);
         journal_free(k);
