@@ -526,8 +526,11 @@ guard_run off no 15
 check "guard off: stat_refresh stalls behind the FIFO spinner (15 s)" "$GUARD_DONE" '[ "$GUARD_DONE" = stuck ]'
 guard_run on kernel 60
 boosts=$(jq -r '.boosts // 0' <<<"$GUARD_METRICS" 2>/dev/null) comm=$(jq -r '.last_boosted_comm // ""' <<<"$GUARD_METRICS" 2>/dev/null)
-check "guard on: stat_refresh completes, CPU 7's kworker boosted" "took $GUARD_DONE s, boosts=$boosts last=$comm" \
-        '[ "$GUARD_DONE" != stuck ] && [ "${boosts:-0}" -ge 1 ] && [ "${comm#kworker/7:}" != "$comm" ]'
+# The kworker is one of the boosted tasks, not always the last (ksoftirqd/7 may starve behind it too).
+kworkers=$(grep -c "Starvation guard: kworker/7:.* boosted" "$RES/journal-rtd-guard-kernel.txt" || true)
+check "guard on: stat_refresh completes, CPU 7's kworker boosted" \
+        "took $GUARD_DONE s, boosts=$boosts last=$comm, kworker/7 boosts in the journal=$kworkers" \
+        '[ "$GUARD_DONE" != stuck ] && [ "${boosts:-0}" -ge 1 ] && [ "${kworkers:-0}" -ge 1 ]'
 # Scope all (as stalld): a FIFO 1 user task pinned behind the spinner is boosted too and runs. Here, unlike
 # on a shared host, every task that could starve on CPU 7 is the test's own. The affinity backend leaves
 # CPU 7 in the test's own cgroup, so the task may be pinned there (the cgroup backend's partition takes it).
