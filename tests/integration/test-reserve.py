@@ -263,7 +263,9 @@ class Scenario:
         diff = self.knobs.diff()
         assert not diff, f"after {what}, knobs differ from the snapshot: {diff}"
         now = self.ns.tasks()
-        changed = {k: (v, now[k]) for k, v in self.tasks.items() if k in now and now[k][1] != v[1]}
+        # A task that exec'd since the snapshot (taskset, nsenter) is another program, pinned as it chose.
+        changed = {k: (v, now[k]) for k, v in self.tasks.items()
+                   if k in now and now[k][0] == v[0] and now[k][1] != v[1]}
         assert not changed, f"after {what}, task affinities differ: {changed}"
         survivors = [k for k in self.tasks if k in now]
         assert len(survivors) >= 6, f"helper tasks died: {survivors}"
