@@ -20,15 +20,15 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "jobs-internal.h"
-#include "jobs.h"
-#include "manager.h"
-#include "metrics.h"
-#include "reserve.h"
+#include "core/manager.h"
+#include "host/topology.h"
+#include "http/http.h"
+#include "jobs/jobs-internal.h"
+#include "jobs/jobs.h"
+#include "metrics/metrics.h"
+#include "reserve/reserve.h"
 #include "shared/log.h"
-#include "store.h"
-#include "topology.h"
+#include "store/store.h"
 
 #ifndef RTD_FIXTURES_DIR
 #define RTD_FIXTURES_DIR "tests/fixtures"

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "restore.h"
+#include "host/restore.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 
