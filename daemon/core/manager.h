@@ -60,6 +60,9 @@ void manager_housekeeping_cpus(Manager *m, CpuSet *ret);
 
 uint64_t now_usec(int clock);
 
+/* Hands metrics the functions that render the jobs' and the reservation's figures (metrics_set_exporters). */
+void manager_hand_metrics_exporters(Manager *m);
+
 /* Called by the reservation after the reserved set changed: pins rtd, tells jobs and metrics. */
 void manager_reservation_changed(Manager *m);
 /* Called by lease.c after a lease began or ended: pins rtd off leased CPUs, tells metrics. */

@@ -12,7 +12,6 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
-#include "api/api.h"
 #include "core/manager.h"
 #include "http-framing.h"
 #include "http-gate.h"
@@ -33,6 +32,7 @@ struct Http {
         sd_event_source *io;
         sd_event_source *timer;
         HttpGate *gate;
+        HttpRouter router;
         bool read_only;
         bool resumed;                   /* a stream was resumed since MHD last ran: run it on the next turn */
         HttpStream *streams;            /* open streams, so shutdown can end them */
@@ -232,7 +232,7 @@ static int dispatch(Http *h, struct MHD_Connection *c, const char *method, const
         req.segments = segments;
         req.n_segments = n;
 
-        route = api_find_route(method, segments, n, &allow);
+        route = h->router(method, segments, n, &allow);
         if (!route && allow) {
                 r = reply_problem(resp, 405, NULL, "%s is not allowed on %s; allowed: %s", method, url, allow);
                 resp->allow = TAKE_PTR(allow);
@@ -574,7 +574,7 @@ static void kick(void *userdata) {
         (void) rearm_timer(h);
 }
 
-int http_new(Manager *m, int fd, bool read_only, Http **ret) {
+int http_new(Manager *m, int fd, bool read_only, HttpRouter router, Http **ret) {
         const union MHD_DaemonInfo *info;
         const RtdConfig *cfg = m->config;
         Http *h;
@@ -584,6 +584,7 @@ int http_new(Manager *m, int fd, bool read_only, Http **ret) {
         if (!h)
                 return -ENOMEM;
         h->manager = m;
+        h->router = router;
         h->read_only = read_only;
 
         /* No listening socket: the gate accepts and hands over connections whose head it accepted, and

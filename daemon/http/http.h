@@ -105,8 +105,12 @@ void http_stream_end(HttpStream *s);
 char *http_problem_json(int status, const char *title, const char *detail);
 const char *http_status_title(int status);
 
+/* The route for method+segments, or NULL with *ret_allow set to the allowed methods when only the method is
+ * wrong. http knows no routes of its own: the API hands this in (api_find_route). */
+typedef const Route *(*HttpRouter)(const char *method, const char *const *segments, size_t n, char **ret_allow);
+
 /* Listeners. fd is a listening socket (AF_UNIX control or TCP read-only). */
-int http_new(Manager *m, int fd, bool read_only, Http **ret);
+int http_new(Manager *m, int fd, bool read_only, HttpRouter router, Http **ret);
 /* New connections wait in the backlog from now on (for the next image after a re-exec); open ones are served. */
 void http_stop_accepting(Http *h);
 Http *http_free(Http *h);

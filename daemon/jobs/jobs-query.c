@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/manager.h"
 #include "jobs-internal.h"
+#include "metrics/prometheus.h"
 #include "store/store.h"
 
 /* ---- queries ---- */
@@ -24,6 +25,41 @@ void job_manager_counts(JobManager *jm, JobCounts *ret) {
         CPUSET_FOREACH(cpu, &jm->reserved)
                 if (worker_is_ready(jm->slots[cpu].worker))
                         ret->workers++;
+}
+
+/* The jobs' families in /metrics (handed to metrics by the Manager: metrics includes nothing of jobs/). */
+void job_manager_render_prometheus(JobManager *jm, FILE *f) {
+        char lb[64];
+
+        JobCounts jc = {};
+        job_manager_counts(jm, &jc);
+        prom_family(f, "rtd_jobs", "gauge", "Jobs known to rtd, by state.");
+        for (int st = 0; st < _JOB_STATE_MAX; st++) {
+                (void) snprintf(lb, sizeof lb, "state=\"%s\"", job_state_to_string(st));
+                prom_uint(f, "rtd_jobs", lb, jc.by_state[st]);
+        }
+        prom_family(f, "rtd_job_queue_depth", "gauge", "Jobs waiting for a CPU.");
+        prom_uint(f, "rtd_job_queue_depth", NULL, jc.queue_depth);
+        prom_family(f, "rtd_workers", "gauge", "Worker processes (one per reserved CPU).");
+        prom_uint(f, "rtd_workers", NULL, jc.workers);
+        prom_family(f, "rtd_worker_restarts_total", "counter", "Workers restarted after dying.");
+        prom_uint(f, "rtd_worker_restarts_total", NULL, jc.worker_restarts);
+        prom_family(f, "rtd_job_tasks_put_back_total", "counter",
+                    "Job tasks found outside their CPUs and put back (where no cpuset holds jobs).");
+        prom_uint(f, "rtd_job_tasks_put_back_total", NULL, jc.tasks_put_back);
+}
+
+/* "jobs" in /v1/metrics (handed to metrics by the Manager, as above). */
+json_t *job_manager_metrics_json(JobManager *jm) {
+        JobCounts jc = {};
+        json_t *st = json_object();
+
+        job_manager_counts(jm, &jc);
+        for (int i = 0; i < _JOB_STATE_MAX; i++)
+                (void) json_object_set_new(st, job_state_to_string(i), json_integer(jc.by_state[i]));
+        return json_pack("{s:o, s:i, s:i}", "by_state", st,
+                         "queue_depth", (int) jc.queue_depth,
+                         "workers", (int) jc.workers);
 }
 
 int job_manager_get(JobManager *jm, uint64_t id, bool private, json_t **ret, uid_t *ret_uid) {

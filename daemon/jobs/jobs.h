@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <sys/types.h>
 
@@ -49,6 +50,8 @@ typedef struct JobCounts {
         uint64_t tasks_put_back;        /* job tasks found outside their CPUs and put back (no cpuset) */
 } JobCounts;
 void job_manager_counts(JobManager *j, JobCounts *ret);
+void job_manager_render_prometheus(JobManager *jm, FILE *f);   /* rtd_jobs, rtd_workers, ... */
+json_t *job_manager_metrics_json(JobManager *jm);                /* "jobs" in /v1/metrics */
 json_t *job_manager_to_json(JobManager *j);     /* for /v1/status */
 JobManager *job_manager_free(JobManager *j);    /* on shutdown: see jobs.c for what happens to running jobs */
 

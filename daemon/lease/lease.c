@@ -16,7 +16,6 @@
 #include "core/manager.h"
 #include "host/topology.h"
 #include "lease-internal.h"
-#include "reserve/reserve.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "api/reexec.h"
 #include "core/manager.h"
 #include "host/topology.h"
@@ -25,6 +26,32 @@
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/messages.h"
+
+/* The jobs' and the reservation's figures in /metrics and /v1/metrics: metrics includes neither module. */
+static void jobs_prometheus(Manager *m, FILE *f) {
+        if (m->jobs)
+                job_manager_render_prometheus(m->jobs, f);
+}
+
+static void reservation_prometheus(Manager *m, FILE *f) {
+        if (m->reservation)
+                reservation_render_prometheus(m->reservation, f);
+}
+
+static json_t *jobs_json(Manager *m) {
+        return m->jobs ? job_manager_metrics_json(m->jobs) : NULL;
+}
+
+static json_t *reservation_json(Manager *m) {
+        return m->reservation ? reservation_stats_json(m->reservation) : NULL;
+}
+
+void manager_hand_metrics_exporters(Manager *m) {
+        metrics_set_exporters(m->metrics, &(const MetricsExporters) {
+                .jobs_prometheus = jobs_prometheus, .reservation_prometheus = reservation_prometheus,
+                .jobs_json = jobs_json, .reservation_json = reservation_json,
+        });
+}
 
 uint64_t now_usec(int clock) {
         struct timespec ts;
@@ -315,7 +342,7 @@ static int start_listeners(Manager *m) {
                 if (r < 0)
                         return log_error_errno(r, "Failed to listen on %s: %m", m->config->socket_path);
         }
-        r = http_new(m, l.control, false, &m->control);
+        r = http_new(m, l.control, false, api_find_route, &m->control);
         if (r < 0) {
                 listeners_close(&l);
                 return log_error_errno(r, "Failed to start the HTTP server on the control socket: %m");
@@ -330,7 +357,7 @@ static int start_listeners(Manager *m) {
                                           m->config->metrics_listen);
         }
         if (l.metrics >= 0) {
-                r = http_new(m, l.metrics, true, &m->metrics_http);
+                r = http_new(m, l.metrics, true, api_find_route, &m->metrics_http);
                 if (r < 0) {
                         (void) close(l.metrics);
                         log_warning_errno(r, "Failed to start the metrics listener, continuing without it: %m");
@@ -374,6 +401,7 @@ int manager_start(Manager *m) {
         r = metrics_new(m, &m->metrics);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up metrics: %m");
+        manager_hand_metrics_exporters(m);
         metrics_set_program_stats(m->metrics, m->config->program_stats);
         /* rtd and what it forks (workers, and through them each job until it is marked) are rtd's own, never
          * intruders: the mark is inherited at fork, so a worker is covered before it first runs. */

@@ -9,10 +9,8 @@
 #include <string.h>
 
 #include "core/manager.h"
-#include "jobs/jobs.h"
 #include "metrics-internal.h"
 #include "prometheus.h"
-#include "reserve/reserve.h"
 #include "shared/macro.h"
 
 static const char *const softirq_names[METRICS_NR_SOFTIRQS] = {
@@ -340,29 +338,12 @@ static void render_bpf(Metrics *x, FILE *f) {
 static void render_daemon(Metrics *x, FILE *f) {
         Manager *m = x->manager;
         double le[METRICS_HIST_SLOTS];
-        char lb[64];
 
         prom_family(f, "rtd_reserved_cpus", "gauge", "Number of reserved CPUs.");
         prom_uint(f, "rtd_reserved_cpus", NULL, cpuset_count(&x->reserved));
 
-        if (m && m->jobs) {
-                JobCounts jc = {};
-                job_manager_counts(m->jobs, &jc);
-                prom_family(f, "rtd_jobs", "gauge", "Jobs known to rtd, by state.");
-                for (int st = 0; st < _JOB_STATE_MAX; st++) {
-                        (void) snprintf(lb, sizeof lb, "state=\"%s\"", job_state_to_string(st));
-                        prom_uint(f, "rtd_jobs", lb, jc.by_state[st]);
-                }
-                prom_family(f, "rtd_job_queue_depth", "gauge", "Jobs waiting for a CPU.");
-                prom_uint(f, "rtd_job_queue_depth", NULL, jc.queue_depth);
-                prom_family(f, "rtd_workers", "gauge", "Worker processes (one per reserved CPU).");
-                prom_uint(f, "rtd_workers", NULL, jc.workers);
-                prom_family(f, "rtd_worker_restarts_total", "counter", "Workers restarted after dying.");
-                prom_uint(f, "rtd_worker_restarts_total", NULL, jc.worker_restarts);
-                prom_family(f, "rtd_job_tasks_put_back_total", "counter",
-                            "Job tasks found outside their CPUs and put back (where no cpuset holds jobs).");
-                prom_uint(f, "rtd_job_tasks_put_back_total", NULL, jc.tasks_put_back);
-        }
+        if (m && x->exporters.jobs_prometheus)
+                x->exporters.jobs_prometheus(m, f);
 
         for (unsigned k = 0; k < METRICS_HIST_SLOTS; k++)
                 le[k] = metrics_hist_le(k);
@@ -370,22 +351,8 @@ static void render_daemon(Metrics *x, FILE *f) {
         prom_histogram(f, "rtd_job_dispatch_latency_seconds", NULL, x->dispatch_hist, le, METRICS_HIST_SLOTS,
                        x->dispatch_sum_usec / 1e6);
 
-        if (m && m->reservation) {
-                ReservationStats rs = {};
-                reservation_stats(m->reservation, &rs);
-                prom_family(f, "rtd_reservation_drift_checks_total", "counter", "Drift checks of the reservation.");
-                prom_uint(f, "rtd_reservation_drift_checks_total", NULL, rs.drift_checks);
-                prom_family(f, "rtd_reservation_irqs_drifted_total", "counter", "IRQ masks re-applied after someone else changed them.");
-                prom_uint(f, "rtd_reservation_irqs_drifted_total", NULL, rs.irqs_drifted);
-                prom_family(f, "rtd_reservation_tasks_drifted_total", "counter", "Task affinities re-applied after drift.");
-                prom_uint(f, "rtd_reservation_tasks_drifted_total", NULL, rs.tasks_drifted);
-                prom_family(f, "rtd_reservation_irqs", "gauge", "IRQs moved off the reserved CPUs, and those that refused (unmovable).");
-                prom_uint(f, "rtd_reservation_irqs", "state=\"moved\"", rs.irqs_moved);
-                prom_uint(f, "rtd_reservation_irqs", "state=\"unmovable\"", rs.irqs_unmovable);
-                prom_family(f, "rtd_reservation_tasks", "gauge", "Tasks moved off the reserved CPUs, and those that refused.");
-                prom_uint(f, "rtd_reservation_tasks", "state=\"moved\"", rs.tasks_moved);
-                prom_uint(f, "rtd_reservation_tasks", "state=\"refused\"", rs.tasks_refused);
-        }
+        if (m && x->exporters.reservation_prometheus)
+                x->exporters.reservation_prometheus(m, f);
 
         prom_family(f, "rtd_metrics_collections_total", "counter", "Successful reads of the metrics collector.");
         prom_uint(f, "rtd_metrics_collections_total", NULL, x->collections);
@@ -642,27 +609,10 @@ json_t *metrics_render_json(Metrics *x) {
                 (void) json_object_set_new(j, "vectors_source", json_string(s->vectors_traced ? "irq_vectors tracepoints" :
                                                                             "/proc/interrupts (counts only)"));
         }
-        if (j && x->manager && x->manager->jobs) {
-                JobCounts jc = {};
-                json_t *st = json_object();
-                job_manager_counts(x->manager->jobs, &jc);
-                for (int i = 0; i < _JOB_STATE_MAX; i++)
-                        (void) json_object_set_new(st, job_state_to_string(i), json_integer(jc.by_state[i]));
-                (void) json_object_set_new(j, "jobs", json_pack("{s:o, s:i, s:i}", "by_state", st,
-                                                                "queue_depth", (int) jc.queue_depth,
-                                                                "workers", (int) jc.workers));
-        }
-        if (j && x->manager && x->manager->reservation) {
-                ReservationStats rs = {};
-                reservation_stats(x->manager->reservation, &rs);
-                (void) json_object_set_new(j, "reservation",
-                        json_pack("{s:I, s:I, s:I, s:i, s:i, s:i, s:i}",
-                                  "drift_checks", (json_int_t) rs.drift_checks,
-                                  "irqs_drifted", (json_int_t) rs.irqs_drifted,
-                                  "tasks_drifted", (json_int_t) rs.tasks_drifted,
-                                  "irqs_moved", (int) rs.irqs_moved, "irqs_unmovable", (int) rs.irqs_unmovable,
-                                  "tasks_moved", (int) rs.tasks_moved, "tasks_refused", (int) rs.tasks_refused));
-        }
+        if (j && x->manager && x->exporters.jobs_json)
+                (void) json_object_set_new(j, "jobs", x->exporters.jobs_json(x->manager));
+        if (j && x->manager && x->exporters.reservation_json)
+                (void) json_object_set_new(j, "reservation", x->exporters.reservation_json(x->manager));
         if (j && x->guard)
                 (void) json_object_set_new(j, "starvation_guard", guard_to_json(x->guard));
         return j;

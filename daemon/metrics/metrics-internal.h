@@ -27,6 +27,8 @@ struct Metrics {
         uint64_t dispatch_hist[METRICS_HIST_SLOTS];
         uint64_t dispatch_sum_usec;
         uint64_t dispatch_count;
+
+        MetricsExporters exporters;     /* other modules' figures, handed in by the Manager */
 };
 
 /* ceil(log2(usec)) slot, as the BPF programs compute it. */

@@ -237,3 +237,7 @@ json_t *metrics_to_json(Metrics *x) {
                          "collections", (json_int_t) x->collections,
                          "collection_errors", (json_int_t) x->collection_errors);
 }
+
+void metrics_set_exporters(Metrics *x, const MetricsExporters *e) {
+        x->exporters = *e;
+}

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "shared/cpuset.h"
@@ -37,6 +38,15 @@ json_t *metrics_job_current(Metrics *x, uint64_t job_id);
 void metrics_refresh(Metrics *x);
 /* Served from the last snapshot; never touch BPF maps. */
 int metrics_render_prometheus(Metrics *x, char **ret, size_t *ret_size);
+/* Figures other modules own (jobs, the reservation), written in their place in /metrics and /v1/metrics by
+ * functions the Manager hands in, so that metrics includes neither jobs/ nor reserve/. NULL: left out. */
+typedef struct MetricsExporters {
+        void (*jobs_prometheus)(Manager *m, FILE *f);
+        void (*reservation_prometheus)(Manager *m, FILE *f);
+        json_t *(*jobs_json)(Manager *m);               /* "jobs" in /v1/metrics */
+        json_t *(*reservation_json)(Manager *m);        /* "reservation" */
+} MetricsExporters;
+void metrics_set_exporters(Metrics *x, const MetricsExporters *e);
 json_t *metrics_render_json(Metrics *x);
 
 /* Leases (metrics-lease.c): their CPUs join the collector's watched set (intrusions counted there, the

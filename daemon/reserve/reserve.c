@@ -16,6 +16,7 @@
 #include "host/topology.h"
 #include "host/tune.h"
 #include "lease/lease.h"
+#include "metrics/prometheus.h"
 #include "reserve.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
@@ -524,6 +525,37 @@ void reservation_stats(Reservation *r, ReservationStats *ret) {
                 .tasks_moved = r->tasks.moved,
                 .tasks_refused = r->tasks.refused,
         };
+}
+
+/* The reservation's families in /metrics (handed to metrics by the Manager: metrics includes nothing of reserve/). */
+void reservation_render_prometheus(Reservation *r, FILE *f) {
+        ReservationStats rs = {};
+        reservation_stats(r, &rs);
+        prom_family(f, "rtd_reservation_drift_checks_total", "counter", "Drift checks of the reservation.");
+        prom_uint(f, "rtd_reservation_drift_checks_total", NULL, rs.drift_checks);
+        prom_family(f, "rtd_reservation_irqs_drifted_total", "counter", "IRQ masks re-applied after someone else changed them.");
+        prom_uint(f, "rtd_reservation_irqs_drifted_total", NULL, rs.irqs_drifted);
+        prom_family(f, "rtd_reservation_tasks_drifted_total", "counter", "Task affinities re-applied after drift.");
+        prom_uint(f, "rtd_reservation_tasks_drifted_total", NULL, rs.tasks_drifted);
+        prom_family(f, "rtd_reservation_irqs", "gauge", "IRQs moved off the reserved CPUs, and those that refused (unmovable).");
+        prom_uint(f, "rtd_reservation_irqs", "state=\"moved\"", rs.irqs_moved);
+        prom_uint(f, "rtd_reservation_irqs", "state=\"unmovable\"", rs.irqs_unmovable);
+        prom_family(f, "rtd_reservation_tasks", "gauge", "Tasks moved off the reserved CPUs, and those that refused.");
+        prom_uint(f, "rtd_reservation_tasks", "state=\"moved\"", rs.tasks_moved);
+        prom_uint(f, "rtd_reservation_tasks", "state=\"refused\"", rs.tasks_refused);
+}
+
+/* "reservation" in /v1/metrics. */
+json_t *reservation_stats_json(Reservation *r) {
+        ReservationStats rs = {};
+
+        reservation_stats(r, &rs);
+        return json_pack("{s:I, s:I, s:I, s:i, s:i, s:i, s:i}",
+                         "drift_checks", (json_int_t) rs.drift_checks,
+                         "irqs_drifted", (json_int_t) rs.irqs_drifted,
+                         "tasks_drifted", (json_int_t) rs.tasks_drifted,
+                         "irqs_moved", (int) rs.irqs_moved, "irqs_unmovable", (int) rs.irqs_unmovable,
+                         "tasks_moved", (int) rs.tasks_moved, "tasks_refused", (int) rs.tasks_refused);
 }
 
 const char *reservation_cgroup(Reservation *r) {

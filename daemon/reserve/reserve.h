@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "shared/cpuset.h"
@@ -37,6 +38,8 @@ typedef struct ReservationStats {
         unsigned tasks_refused;
 } ReservationStats;
 void reservation_stats(Reservation *r, ReservationStats *ret);
+void reservation_render_prometheus(Reservation *r, FILE *f);     /* rtd_reservation_* */
+json_t *reservation_stats_json(Reservation *r);                  /* "reservation" in /v1/metrics */
 json_t *reservation_to_json(Reservation *r);    /* for /v1/status and /v1/reservation */
 /* Frees without restoring (used after the journal has been restored, or on a crash path). */
 Reservation *reservation_free(Reservation *r);
