@@ -4,12 +4,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,12 +18,6 @@
 #define PF_EXITING 0x00000004u
 #define PF_KTHREAD 0x00200000u
 #define PF_NO_SETAFFINITY 0x04000000u
-
-bool proc_is_procfs(int proc_fd) {
-        struct statfs sfs;
-
-        return fstatfs(proc_fd, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
-}
 
 int task_parse_stat(const char *text, pid_t *ret_ppid, unsigned *ret_flags, uint64_t *ret_starttime,
                     char **ret_comm) {
@@ -444,4 +436,12 @@ int task_restore_affinity(int proc_fd, pid_t pid, uint64_t starttime, const char
         if (r == -ESRCH)
                 return 1;
         return r;
+}
+
+static int task_undo(const JournalEntry *e, int proc_fd, int sys_fd) {
+        return task_restore_affinity(proc_fd, e->pid, e->starttime, e->original, e->applied);
+}
+
+void task_register_undo(void) {
+        journal_register_undo(JOURNAL_TASK, task_undo);
 }

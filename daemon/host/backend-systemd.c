@@ -8,28 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
-#include <systemd/sd-daemon.h>
 
 #include "backend.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
 
-
-static const char *const shrunk_units[] = { "system.slice", "user.slice", "init.scope", "machine.slice" };
-
-bool systemd_unit_is_shrunk(const char *unit) {
-        for (size_t i = 0; i < ELEMENTSOF(shrunk_units); i++)
-                if (streq(unit, shrunk_units[i]))
-                        return true;
-        return false;
-}
-
 static void bus_unrefp(sd_bus **b) {
         sd_bus_flush_close_unref(*b);
-}
-
-bool systemd_running(void) {
-        return sd_booted() > 0;
 }
 
 static int bus_open(sd_bus **ret) {
@@ -148,9 +133,9 @@ int systemd_backend_apply(KnobCtx *k, const CpuSet *hk, const CpuSet *reserved, 
         json_decref(st->shrunk);
         st->shrunk = json_array();
 
-        for (size_t i = 0; i < ELEMENTSOF(shrunk_units); i++) {
+        for (size_t i = 0; i < SYSTEMD_N_SHRUNK_UNITS; i++) {
                 _cleanup_free_ char *cur = NULL;
-                const char *unit = shrunk_units[i];
+                const char *unit = systemd_shrunk_units[i];
                 JournalEntry *e = k->journal ? journal_find(k->journal, JOURNAL_UNIT, KNOB_PROC, unit) : NULL;
 
                 r = unit_get_allowed(bus, unit, &cur);
@@ -235,4 +220,17 @@ int systemd_unit_stop(const char *unit) {
                 r = 0;
         sd_bus_error_free(&error);
         return r;
+}
+
+static int unit_undo(const JournalEntry *e, int proc_fd, int sys_fd) {
+        return systemd_unit_restore(e->key, e->original);
+}
+
+static int unit_stop_undo(const JournalEntry *e, int proc_fd, int sys_fd) {
+        return systemd_unit_stop(e->key);
+}
+
+void systemd_register_undo(void) {
+        journal_register_undo(JOURNAL_UNIT, unit_undo);
+        journal_register_undo(JOURNAL_UNIT_STOP, unit_stop_undo);
 }

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "core/config.h"
+#include "probe.h"
 #include "restore.h"
 #include "shared/cpuset.h"
 
@@ -29,8 +30,6 @@ typedef struct TaskStats {
         bool cut_short;         /* the walk reached KnobCtx.deadline_usec: the next one resumes there */
 } TaskStats;
 
-/* Whether proc_fd is a real procfs (not a fixture tree): tasks are only touched on a real one. */
-bool proc_is_procfs(int proc_fd);
 /* Parse /proc/PID/stat text: ppid, flags, starttime, comm. Pure (unit-tested). */
 int task_parse_stat(const char *text, pid_t *ret_ppid, unsigned *ret_flags, uint64_t *ret_starttime,
                     char **ret_comm);
@@ -44,6 +43,8 @@ int tasks_apply(KnobCtx *k, const CpuSet *housekeeping, TaskScope scope, bool dr
 /* Journal replay of one task: 0 restored, 1 skipped (gone, or its mask changed since), <0 error. */
 int task_restore_affinity(int proc_fd, pid_t pid, uint64_t starttime, const char *original,
                           const char *applied);
+/* Hands the journal the undo of JOURNAL_TASK entries (host_register_undos()). */
+void task_register_undo(void);
 
 /* ---- backend-cgroup.c (cgroup v2 direct) and backend-systemd.c ---- */
 
@@ -55,12 +56,6 @@ typedef struct CgroupState {
 } CgroupState;
 void cgroup_state_done(CgroupState *s);
 
-/* rtd's own cgroup v2 path ("/rtd.slice/rtd.service"), and the top-level cgroup of a path. */
-int own_cgroup(int proc_fd, char **ret);
-char *cgroup_top(const char *path);
-/* Which backend can run here, and why (for status). wanted may be BACKEND_AUTO. On -EOPNOTSUPP,
- * *ret_reason says why the wanted backend cannot run. */
-int backend_detect(int proc_fd, int sys_fd, BackendKind wanted, BackendKind *ret, char **ret_reason);
 
 int cgroup_backend_apply(KnobCtx *k, const CpuSet *housekeeping, const CpuSet *reserved, CgroupState *st);
 /* The leaf of the reserved cgroup that workers live in (jobs get cgroups beside it). */
@@ -69,13 +64,10 @@ int cgroup_backend_apply(KnobCtx *k, const CpuSet *housekeeping, const CpuSet *r
 int cgroup_backend_place(int sys_fd, const char *reserved_cgroup, pid_t pid);
 /* Shared by both cgroup backends: the reserved cgroup's cpuset, exclusive CPUs and isolated partition. */
 int cgroup_setup_reserved(KnobCtx *k, const char *cgroup, const CpuSet *reserved, CgroupState *st);
-/* cgroup v2 mounted at /sys/fs/cgroup with the cpuset controller available. */
-bool cgroup_v2_cpuset_available(int sys_fd, char **ret_reason);
 
 int systemd_backend_apply(KnobCtx *k, const CpuSet *housekeeping, const CpuSet *reserved, CgroupState *st);
-bool systemd_running(void);
-/* Whether the systemd backend shrinks this top-level unit (system.slice, user.slice, init.scope, machine.slice). */
-bool systemd_unit_is_shrunk(const char *unit);
 /* Journal replay helpers. */
 int systemd_unit_restore(const char *unit, const char *original_cpus);
 int systemd_unit_stop(const char *unit);
+/* Hands the journal the undo of JOURNAL_UNIT and JOURNAL_UNIT_STOP entries (host_register_undos()). */
+void systemd_register_undo(void);

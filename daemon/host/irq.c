@@ -564,3 +564,14 @@ int irqbalance_reset(pid_t pid, const char *socket_name) {
                 return -ESRCH;
         return irqbalance_send(socket_name, "settings cpus NULL");
 }
+
+static int irqbalance_undo(const JournalEntry *e, int proc_fd, int sys_fd) {
+        int r = irqbalance_reset(e->pid, e->key);
+
+        /* irqbalance restarted: it starts from its own config. */
+        return r == -ESRCH || r == -ENOENT || r == -ECONNREFUSED ? 1 : r;
+}
+
+void irqbalance_register_undo(void) {
+        journal_register_undo(JOURNAL_IRQBALANCE, irqbalance_undo);
+}

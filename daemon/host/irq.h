@@ -76,3 +76,5 @@ json_t *irq_state_to_json(const IrqState *st);
 pid_t irqbalance_find(int proc_fd);
 int irqbalance_ban(KnobCtx *k, pid_t pid, const CpuSet *reserved, char **ret_note);
 int irqbalance_reset(pid_t pid, const char *socket);
+/* Hands the journal the undo of JOURNAL_IRQBALANCE entries (host_register_undos()). */
+void irqbalance_register_undo(void);

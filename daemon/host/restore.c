@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The restore journal (design.md §5): versioned JSON in the runtime directory, one entry per line so a
  * torn or damaged file can still be salvaged entry by entry. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,8 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "irq.h"
 #include "restore.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
@@ -564,6 +563,13 @@ static bool key_is_cpuset_cpus(const char *key) {
         return slash && streq(slash + 1, "cpuset.cpus") && startswith(key, "fs/cgroup/");
 }
 
+static JournalUndoFn undo_fns[_JOURNAL_KIND_MAX];
+
+void journal_register_undo(JournalKind kind, JournalUndoFn fn) {
+        assert(kind >= 0 && kind < _JOURNAL_KIND_MAX);
+        undo_fns[kind] = fn;
+}
+
 static int replay_one(JournalEntry *e, int proc_fd, int sys_fd, ReplayReport *rep) {
         int fd = e->root == KNOB_PROC ? proc_fd : sys_fd;
         int r;
@@ -585,22 +591,12 @@ static int replay_one(JournalEntry *e, int proc_fd, int sys_fd, ReplayReport *re
                 r = rmdir_cgroup(fd, e->key);
                 break;
         case JOURNAL_TASK:
-                r = task_restore_affinity(proc_fd, e->pid, e->starttime, e->original, e->applied);
-                if (r > 0) {            /* gone or changed by someone else: leave it */
-                        rep->skipped++;
-                        return 0;
-                }
-                break;
         case JOURNAL_UNIT:
-                r = systemd_unit_restore(e->key, e->original);
-                break;
         case JOURNAL_UNIT_STOP:
-                r = systemd_unit_stop(e->key);
-                break;
         case JOURNAL_IRQBALANCE:
-                r = irqbalance_reset(e->pid, e->key);
-                if (r == -ESRCH || r == -ENOENT || r == -ECONNREFUSED) {
-                        rep->skipped++;         /* irqbalance restarted: it starts from its own config */
+                r = undo_fns[e->kind] ? undo_fns[e->kind](e, proc_fd, sys_fd) : -EOPNOTSUPP;
+                if (r > 0) {            /* gone, changed by someone else, or restarted: leave it */
+                        rep->skipped++;
                         return 0;
                 }
                 break;

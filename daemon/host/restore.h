@@ -95,6 +95,15 @@ json_t *replay_report_to_json(const ReplayReport *r);
 int journal_replay(Journal *j, int proc_fd, int sys_fd, ReplayReport *ret);
 
 /*
+ * Undo of a kind the journal cannot undo by itself (a task's affinity, a systemd unit, irqbalance): the module
+ * that records such entries registers it, so the journal (the bottom of host/) names no module above it.
+ * Returns 0 restored, 1 skipped (the task is gone or changed since, irqbalance restarted), <0 error. An entry
+ * of a kind nobody registered fails its replay with -EOPNOTSUPP (reported, never silently dropped).
+ */
+typedef int (*JournalUndoFn)(const JournalEntry *e, int proc_fd, int sys_fd);
+void journal_register_undo(JournalKind kind, JournalUndoFn fn);
+
+/*
  * Writing one knob through the journal. A KnobCtx is how every module touches the kernel: originals go
  * to the journal (durable) before any write, and a dry run (plan != NULL) records the writes instead.
  */

@@ -15,6 +15,7 @@
 #include "api/reexec.h"
 #include "core/config.h"
 #include "core/manager.h"
+#include "host/undo.h"
 #include "jobs/job-scope.h"
 #include "reserve/reserve.h"
 #include "shared/log.h"
@@ -181,6 +182,7 @@ int main(int argc, char **argv) {
         int r;
 
         log_open(false);
+        host_register_undos();  /* before any journal is replayed (--restore, a leftover, a lease) */
         reexec_init(argc, argv);
         r = parse_args(argc, argv, &a);
         if (r <= 0)

@@ -23,6 +23,7 @@
 #include "api/api.h"
 #include "core/manager.h"
 #include "host/topology.h"
+#include "host/undo.h"
 #include "http/http.h"
 #include "jobs/jobs-internal.h"
 #include "jobs/jobs.h"
@@ -113,6 +114,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         m.state_fd = open_dir("state");
         snprintf(cmd, sizeof cmd, "%s/vm-2cpu/sys", fixtures);
         fd = open(cmd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        host_register_undos();
         if (fd < 0 || topology_load(fd, &m.topology) < 0 || reservation_new(&m, &m.reservation) < 0 ||
             job_manager_new(&m, &m.jobs) < 0 || metrics_new(&m, &m.metrics) < 0)
                 abort();

@@ -293,6 +293,36 @@ static void test_restore_task_not_same(void **state) {
         close(proc);
 }
 
+/* The journal undoes the kinds it cannot undo itself through what their owners registered: the owner gets
+ * the entry, 1 counts as skipped, and a kind nobody registered fails its replay (reported, not dropped). */
+static unsigned undo_calls;
+static int fake_unit_stop_undo(const JournalEntry *e, int proc_fd, int sys_fd) {
+        undo_calls++;
+        assert_string_equal(e->key, undo_calls == 1 ? "b.slice" : "a.slice");
+        return undo_calls == 1 ? 1 : 0;
+}
+
+static void test_registered_undo(void **state) {
+        _cleanup_(journal_freep) Journal *j = journal_new(-1);
+        ReplayReport rep;
+
+        assert_int_equal(journal_add(j, JOURNAL_UNIT_STOP, KNOB_PROC, "a.slice", NULL, NULL, NULL), 0);
+        assert_int_equal(journal_add(j, JOURNAL_UNIT_STOP, KNOB_PROC, "b.slice", NULL, NULL, NULL), 0);
+        journal_register_undo(JOURNAL_UNIT_STOP, fake_unit_stop_undo);
+        assert_int_equal(journal_replay(j, -1, -1, &rep), 0);
+        assert_int_equal(undo_calls, 2);        /* newest first: b.slice, then a.slice */
+        assert_int_equal(rep.skipped, 1);
+        assert_int_equal(rep.restored, 1);
+        replay_report_done(&rep);
+
+        journal_register_undo(JOURNAL_UNIT_STOP, NULL);
+        assert_int_equal(journal_replay(j, -1, -1, &rep), -EIO);
+        assert_int_equal(rep.failed, 2);
+        assert_int_equal(json_array_size(rep.problems), 2);
+        replay_report_done(&rep);
+        host_register_undos();                  /* the real owners again, for the tests after this one */
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_round_trip),
@@ -304,6 +334,7 @@ int main(void) {
                 cmocka_unit_test(test_replay_empty_cpuset),
                 cmocka_unit_test(test_task_stat),
                 cmocka_unit_test(test_restore_task_not_same),
+                cmocka_unit_test(test_registered_undo),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
