@@ -256,3 +256,19 @@ void job_sweep_cgroups(JobManager *jm);
 void job_scope_adopt_home(JobManager *jm);
 int job_scope_workers_cgroup(JobManager *jm);   /* fd of the scope's workers leaf, or -EBADF */
 pid_t job_cgroup_leader(JobManager *jm, const Job *j, uint64_t *ret_start_usec);
+
+/* jobs.c: the job table, the queue and per-user counts (used by dispatch and submit) */
+void job_table_add(JobManager *jm, Job *j);
+void job_table_remove(JobManager *jm, Job *j);
+void job_queue_append(JobManager *jm, Job *j);
+void job_queue_insert_in_order(JobManager *jm, Job *j);
+void job_queue_remove(JobManager *jm, Job *j);
+UserCount *job_user_count(JobManager *jm, uid_t uid, bool create);
+void job_hold_cores(JobManager *jm, Job *j, bool hold);
+Job *job_free(Job *j);
+void job_arm_timeout(JobManager *jm, Job *j, uint64_t started_mono);
+
+/* jobs-dispatch.c: output spares, job_start, the dispatcher (job_submit_check and submit: jobs-submit.c) */
+int job_spares_start(JobManager *jm);
+void job_spares_close(JobManager *jm);
+int job_dispatch_start(JobManager *jm);

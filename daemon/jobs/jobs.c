@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Jobs: the job model and its states, the queue (fcfs or priority with aging), topology-aware placement,
- * the dispatcher onto per-CPU workers, cancel and timeout. Workers and reservation changes live in
- * jobs-workers.c, recovery after a crash in jobs-recover.c. Everything runs on the daemon's single sd-event
+ * Jobs: the job model and its states, the job table and the queue, persistence and events, signals and
+ * timeouts, finishing, and the life of the JobManager. Submit and cancel live in jobs-submit.c, the
+ * dispatcher onto per-CPU workers in jobs-dispatch.c, placement in job-place.c, workers and reservation
+ * changes in jobs-workers.c, recovery after a crash in jobs-recover.c. Everything runs on the daemon's single sd-event
  * loop, so there is no lock anywhere; dispatch does no I/O but the store write and the packet to the worker.
  *
  * On shutdown (job_manager_free) running jobs are left to their workers: a worker whose daemon went away
@@ -23,16 +24,12 @@
 #include <unistd.h>
 
 #include "core/manager.h"
-#include "host/topology.h"
-#include "job-cgroup.h"
 #include "jobs-internal.h"
 #include "metrics/metrics.h"
-#include "reserve/reserve.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/messages.h"
 #include "store/store.h"
-#include "worker/worker.h"
 
 static const char *const state_names[_JOB_STATE_MAX] = {
         "queued", "starting", "running", "succeeded", "failed", "cancelled", "timed_out", "lost",
@@ -66,13 +63,13 @@ Job *job_lookup(JobManager *jm, uint64_t id) {
         return NULL;
 }
 
-static void job_table_add(JobManager *jm, Job *j) {
+void job_table_add(JobManager *jm, Job *j) {
         unsigned b = bucket(j->id);
         j->hnext = jm->buckets[b];
         jm->buckets[b] = j;
 }
 
-static void job_table_remove(JobManager *jm, Job *j) {
+void job_table_remove(JobManager *jm, Job *j) {
         for (Job **p = &jm->buckets[bucket(j->id)]; *p; p = &(*p)->hnext)
                 if (*p == j) {
                         *p = j->hnext;
@@ -80,7 +77,7 @@ static void job_table_remove(JobManager *jm, Job *j) {
                 }
 }
 
-static void queue_append(JobManager *jm, Job *j) {
+void job_queue_append(JobManager *jm, Job *j) {
         j->prev = jm->queue_tail;
         j->next = NULL;
         if (jm->queue_tail)
@@ -92,13 +89,13 @@ static void queue_append(JobManager *jm, Job *j) {
 }
 
 /* Back into the queue in its place: a job given back by a worker was ahead of every queued one. */
-static void queue_insert_in_order(JobManager *jm, Job *j) {
+void job_queue_insert_in_order(JobManager *jm, Job *j) {
         Job *after = jm->queue_head;
 
         while (after && after->seq < j->seq)
                 after = after->next;
         if (!after) {
-                queue_append(jm, j);
+                job_queue_append(jm, j);
                 return;
         }
         j->next = after;
@@ -111,7 +108,7 @@ static void queue_insert_in_order(JobManager *jm, Job *j) {
         jm->queue_len++;
 }
 
-static void queue_remove(JobManager *jm, Job *j) {
+void job_queue_remove(JobManager *jm, Job *j) {
         if (j->prev)
                 j->prev->next = j->next;
         else
@@ -124,7 +121,7 @@ static void queue_remove(JobManager *jm, Job *j) {
         jm->queue_len--;
 }
 
-static UserCount *user_count(JobManager *jm, uid_t uid, bool create) {
+UserCount *job_user_count(JobManager *jm, uid_t uid, bool create) {
         for (UserCount *u = jm->users; u; u = u->next)
                 if (u->uid == uid)
                         return u;
@@ -140,12 +137,12 @@ static UserCount *user_count(JobManager *jm, uid_t uid, bool create) {
 }
 
 /* Count (or stop counting) the CPUs j holds against its user's [Access] MaxCoresPerUser=; idempotent. */
-static void job_hold_cores(JobManager *jm, Job *j, bool hold) {
+void job_hold_cores(JobManager *jm, Job *j, bool hold) {
         UserCount *u;
 
         if (j->holds_cores != hold && j->array)
                 job_array_task_active(jm, j, hold);     /* the array's running count, for max_running */
-        if (j->holds_cores == hold || !(u = user_count(jm, j->uid, hold))) {
+        if (j->holds_cores == hold || !(u = job_user_count(jm, j->uid, hold))) {
                 j->holds_cores = hold;
                 return;
         }
@@ -163,11 +160,11 @@ bool job_user_has_room(JobManager *jm, const Job *j) {
                 return false;   /* its array runs max_running tasks already */
         if (j->admin || max == 0)
                 return true;
-        u = user_count(jm, j->uid, false);
+        u = job_user_count(jm, j->uid, false);
         return (u ? u->cores : 0) + j->spec.cores <= max;
 }
 
-static Job *job_free(Job *j) {
+Job *job_free(Job *j) {
         if (!j)
                 return NULL;
         sd_event_source_disable_unref(j->timeout_src);
@@ -295,7 +292,7 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static void job_arm_timeout(JobManager *jm, Job *j, uint64_t started_mono) {
+void job_arm_timeout(JobManager *jm, Job *j, uint64_t started_mono) {
         if (j->spec.timeout_s <= 0 || j->timeout_src)
                 return;
         (void) sd_event_add_time(jm->manager->event, &j->timeout_src, CLOCK_MONOTONIC,
@@ -373,10 +370,10 @@ void job_unstart(Job *j) {
 
 /* A job a worker gave back unstarted goes back into the queue, in its place. */
 void job_requeue(JobManager *jm, Job *j) {
-        UserCount *u = user_count(jm, j->uid, true);
+        UserCount *u = job_user_count(jm, j->uid, true);
 
         job_unstart(j);
-        queue_insert_in_order(jm, j);
+        job_queue_insert_in_order(jm, j);
         if (u)
                 u->queued++;
         (void) job_persist(jm, j, false);
@@ -395,8 +392,8 @@ void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, 
                 j->reason = reason;
         }
         if (j->state == JOB_QUEUED) {
-                queue_remove(jm, j);
-                UserCount *u = user_count(jm, j->uid, false);
+                job_queue_remove(jm, j);
+                UserCount *u = job_user_count(jm, j->uid, false);
                 if (u && u->queued > 0)
                         u->queued--;
         }
@@ -435,521 +432,6 @@ void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, 
                 job_manager_prune(jm);
         }
         job_manager_schedule(jm);
-}
-
-/* ---- output files ---- */
-
-/*
- * Output files are made ahead of time, when the loop is idle, and kept open: creating a file costs 0.1-0.3
- * ms on ext4, which would otherwise sit between accepting a job and its exec, on the job's CPU. rtd passes
- * two of them to the worker, already the user's; the job's child renames them to <id>.stdout/.stderr.
- * With none left the child creates its own.
- */
-static int on_spare(sd_event_source *s, void *userdata) {
-        JobManager *jm = userdata;
-        char name[32];
-
-        /*
-         * One job's worth (two files) per turn of the loop: a job's exit or start never waits behind more,
-         * and a flood of jobs, which takes a turn or two per job, does not use them up.
-         */
-        for (int i = 0; i < 2 && jm->spare_next - jm->spare_first < SPARE_TARGET; i++) {
-                snprintf(name, sizeof name, "spare-%" PRIu64, jm->spare_next);
-                int fd = openat(jm->output_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd < 0)
-                        return 0;       /* full disk or the like: jobs create their own files */
-                jm->spare_fds[jm->spare_next++ % SPARE_TARGET] = fd;
-        }
-        if (jm->spare_next - jm->spare_first < SPARE_TARGET)
-                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        return 0;
-}
-
-/* The oldest spare: its name in ret and its descriptor (the caller's to close), or -1 if none is left. */
-static int take_spare(JobManager *jm, char *ret, size_t size) {
-        if (jm->spare_first == jm->spare_next)
-                return -1;
-        snprintf(ret, size, "spare-%" PRIu64, jm->spare_first);
-        if (jm->spare_src)
-                (void) sd_event_source_set_enabled(jm->spare_src, SD_EVENT_ONESHOT);
-        return jm->spare_fds[jm->spare_first++ % SPARE_TARGET];
-}
-
-static void close_spares(JobManager *jm) {
-        while (jm->spare_first != jm->spare_next)
-                safe_close(jm->spare_fds[jm->spare_first++ % SPARE_TARGET]);
-}
-
-/*
- * Two spares for j's stdout and stderr, made the user's; false unless both are there and could be given
- * away (spares taken but not handed over are removed with the job's unused ones).
- */
-static bool take_output_spares(JobManager *jm, Job *j, WorkerJob *wj, char *out, char *err, size_t size) {
-        if (jm->spare_next - jm->spare_first < 2)
-                return false;
-        j->spares = jm->spare_first + 1;
-        wj->stdout_fd = take_spare(jm, out, size);
-        wj->stderr_fd = take_spare(jm, err, size);
-        wj->spare_stdout = out;
-        wj->spare_stderr = err;
-        /* Owned by the user before the job can write: readable by them and root only (0600). If that fails,
-         * the child makes its own files and says why it could not. */
-        if (fchown(wj->stdout_fd, j->uid, j->gid) < 0 || fchown(wj->stderr_fd, j->uid, j->gid) < 0) {
-                wj->stdout_fd = safe_close(wj->stdout_fd);
-                wj->stderr_fd = safe_close(wj->stderr_fd);
-                return false;
-        }
-        return true;
-}
-
-/* Spares of an earlier run: their numbers would collide with ours. */
-static void remove_old_spares(JobManager *jm) {
-        int fd = openat(jm->output_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        struct dirent *de;
-
-        if (!d) {
-                safe_close(fd);
-                return;
-        }
-        while ((de = readdir(d)))
-                if (startswith(de->d_name, "spare-"))
-                        (void) unlinkat(jm->output_fd, de->d_name, 0);
-        closedir(d);
-}
-
-/* ---- dispatch ---- */
-
-static int sched_policy(JobPolicy p) {
-        return p == JOB_POLICY_RR ? SCHED_RR : p == JOB_POLICY_OTHER ? SCHED_OTHER : SCHED_FIFO;
-}
-
-static bool env_has(char **env, const char *key) {
-        size_t l = strlen(key);
-        for (char **e = env; e && *e; e++)
-                if (strneq(*e, key, l) && (*e)[l] == '=')
-                        return true;
-        return false;
-}
-
-/* The job's environment plus RTD_JOB_ID, RTD_CPUS and the OpenMP hints unless the user set them. */
-static char **job_env(const Job *j) {
-        _cleanup_free_ char *cpus = NULL;
-        size_t n = 0, i = 0, places_len = 16;
-        char **env;
-
-        for (char **e = j->spec.env; e && *e; e++)
-                n++;
-        env = calloc(n + 7, sizeof(char *));
-        if (!env || cpuset_format(&j->cpus, &cpus) < 0)
-                goto oom;
-        for (char **e = j->spec.env; e && *e; e++)
-                if (!(env[i++] = strdup(*e)))
-                        goto oom;
-        if (asprintf(&env[i++], "RTD_JOB_ID=%" PRIu64, j->id) < 0 || asprintf(&env[i++], "RTD_CPUS=%s", cpus) < 0)
-                goto oom;
-        if (j->array_id && (asprintf(&env[i++], "RTD_ARRAY_ID=a%" PRIu64, j->array_id) < 0 ||
-                            asprintf(&env[i++], "RTD_ARRAY_INDEX=%u", j->array_index) < 0))
-                goto oom;
-        if (!env_has(j->spec.env, "OMP_NUM_THREADS") &&
-            asprintf(&env[i++], "OMP_NUM_THREADS=%u", cpuset_count(&j->cpus)) < 0)
-                goto oom;
-        if (!env_has(j->spec.env, "OMP_PLACES")) {
-                CPUSET_FOREACH(cpu, &j->cpus)
-                        places_len += 16;
-                char *p = env[i++] = malloc(places_len);
-                if (!p)
-                        goto oom;
-                p += sprintf(p, "OMP_PLACES=");
-                bool first = true;
-                CPUSET_FOREACH(cpu, &j->cpus) {
-                        p += sprintf(p, "%s{%d}", first ? "" : ",", cpu);
-                        first = false;
-                }
-        }
-        return env;
-oom:
-        strv_free(env);
-        return NULL;
-}
-
-/* fresh: a job accepted right now with nobody ahead of it, not yet in the store or the queue. */
-/*
- * Hand the job to the worker of its first CPU. ahead: that worker runs a job still; this one waits there
- * and starts the moment the running one ends (no round trip through rtd), becoming the CPU's job then.
- */
-int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead) {
-        int first = cpuset_first(cpus), r;
-        Worker *w = jm->slots[first].worker;
-        _cleanup_strv_free_ char **env = NULL;
-        _cleanup_close_ int cgroup_fd = -EBADF, cpuset_fd = -EBADF;
-        char cgroup[64], spare_out[32], spare_err[32];
-        _cleanup_free_ char *why = NULL;
-        WorkerRlimit rl[WORKER_RLIMITS];
-        int join[2], n_join;
-
-        /* Queued for a while: the user may have lost the right to run it, or some of their groups. */
-        if (!fresh && job_limits_check_groups(jm->manager->config, j->uid, j->gid, j->groups, &j->n_groups,
-                                              &why) < 0) {
-                job_finish(jm, j, JOB_FAILED, "%s", why ?: "out of memory checking the user's groups");
-                return 0;
-        }
-        if (!fresh) {
-                queue_remove(jm, j);
-                UserCount *u = user_count(jm, j->uid, false);
-                if (u && u->queued > 0)
-                        u->queued--;
-        }
-        j->state = JOB_STARTING;
-        j->cpus = *cpus;
-        job_hold_cores(jm, j, true);
-        if (ahead)
-                slot_set_next(jm, first, j);
-        else
-                CPUSET_FOREACH(cpu, cpus)
-                        jm->slots[cpu].job = j;
-        j->worker_cpu = first;
-        if (jm->cgroups.dir_fd >= 0 || jm->cpusets.mode == CPU_ENFORCE_V1) {
-                snprintf(cgroup, sizeof cgroup, "rtd-%s-job-%" PRIu64, store_instance_id(jm->store), j->id);
-                j->cgroup = strdup(cgroup);
-        }
-        /*
-         * Written before the worker sees it, and synced to disk (one WAL fsync): after a crash or a power
-         * cut a "starting" job is never started twice. The boot id tells recovery whether the files its
-         * child made (which are not synced) can be trusted. A fresh job is stored once, directly as
-         * "starting" (one write instead of two before its exec).
-         */
-        snprintf(j->boot_id, sizeof j->boot_id, "%s", jm->boot_id);
-        r = job_persist_durable(jm, j, fresh);
-        if (r < 0) {
-                /* No durable start, no start (a full disk). A fresh job is refused to its caller; a queued one
-                 * goes back to its place, not dispatched again before the next turn (no busy loop). */
-                if (ahead)
-                        slot_set_next(jm, first, NULL);
-                else
-                        CPUSET_FOREACH(cpu, cpus)
-                                jm->slots[cpu].job = NULL;
-                job_unstart(j);
-                if (!fresh) {
-                        UserCount *u = user_count(jm, j->uid, true);
-                        queue_insert_in_order(jm, j);
-                        if (u)
-                                u->queued++;
-                        (void) job_persist(jm, j, false);       /* the newest state for the pending write */
-                }
-                return r;
-        }
-
-        if (job_needs_refusal(jm, &j->spec)) {
-                job_finish(jm, j, JOB_FAILED, "real-time jobs are not run where no cpuset holds them on their CPUs "
-                           "(%s; [Jobs] RealtimeWithoutCpuset=no)", strempty(jm->cpusets.reason));
-                return 0;
-        }
-        /* The job's cgroups are made here, on rtd's CPU: its CPU only forks the job into them. */
-        if (j->cgroup) {
-                r = job_cgroups_make(jm, j, &cgroup_fd, &cpuset_fd);
-                if (r < 0) {
-                        job_finish(jm, j, JOB_FAILED, "could not make the job's cgroup %s with its CPUs (%s): %s",
-                                   j->cgroup, cpu_enforcement_to_string(jm->cpusets.mode), strerror(-r));
-                        return 0;
-                }
-        }
-
-        /* pids.max and memory.max (in its v2 cgroup, or v1 cgroups its child joins) and its rlimits. */
-        n_join = job_limits_prepare(jm, j, cgroup_fd, join, rl);
-        if (n_join < 0) {
-                job_finish(jm, j, JOB_FAILED, "could not set the job's limits (pids.max, memory.max): %s",
-                           strerror(-n_join));
-                return 0;
-        }
-
-        env = job_env(j);
-        WorkerJob wj = {
-                .id = j->id,
-                .policy = sched_policy(j->spec.policy),
-                .priority = (int) j->priority,
-                .uid = j->uid,
-                .gid = j->gid,
-                .groups = j->groups,
-                .n_groups = j->n_groups,
-                .cpus = &j->cpus,
-                .cgroup_fd = cgroup_fd,
-                .cpuset_fd = cpuset_fd,
-                .stdout_fd = -EBADF,
-                .stderr_fd = -EBADF,
-                .cwd = j->spec.cwd ?: "/",
-                .start_timeout_ms = jm->manager->config->start_timeout_sec * 1000,
-                .join_fds = join,
-                .n_join = (unsigned) n_join,
-                .rlimits = rl,
-                .argv = j->spec.argv,
-                .env = env,
-        };
-        (void) take_output_spares(jm, j, &wj, spare_out, spare_err, sizeof spare_out);
-        (void) metrics_worker_job(jm->manager->metrics, worker_pid(w), j->id);
-        r = env ? worker_send_job(w, &wj) : -ENOMEM;
-        /* The worker has its own copies now; what its child does not rename goes when the job ends. */
-        safe_close(wj.stdout_fd);
-        safe_close(wj.stderr_fd);
-        for (int i = 0; i < n_join; i++)
-                safe_close(join[i]);
-        if (r < 0) {
-                job_finish(jm, j, JOB_FAILED, "could not hand the job to the worker on CPU %d: %s", first,
-                           strerror(-r));
-                return 0;
-        }
-        if (!ahead) {
-                j->handed_mono = now_usec(CLOCK_MONOTONIC);
-                job_arm_timeout(jm, j, j->handed_mono);
-        } else
-                job_ahead_arm_limit(jm, j, jm->slots[first].job);
-        job_publish(jm, j);
-        return 0;
-}
-
-void job_manager_dispatch(JobManager *jm) {
-        jm->dispatch_pending = false;
-        if (job_take_back_ahead(jm))
-                return;         /* on_worker_dropped() or the job's start dispatches again */
-        while (jm->queue_head) {
-                Job *j = job_queue_pick(jm);
-                CpuSet cpus;
-                if (!j || job_place(jm, &j->spec, &cpus) < 0)
-                        break;          /* strict order: the next job waits for room, nobody jumps it */
-                if (job_start(jm, j, &cpus, false, false) < 0)
-                        return;         /* the store takes no writes: nothing starts until it does */
-        }
-        job_hand_ahead(jm);
-}
-
-static int on_dispatch(sd_event_source *s, void *userdata) {
-        job_manager_dispatch(userdata);
-        return 0;
-}
-
-void job_manager_schedule(JobManager *jm) {
-        if (jm->dispatch_pending || !jm->queue_head)
-                return;
-        jm->dispatch_pending = true;
-        (void) sd_event_source_set_enabled(jm->dispatch_src, SD_EVENT_ONESHOT);
-}
-
-/* ---- submit ---- */
-
-static int refuse(char **rf, char **re, int r, const char *field, const char *fmt, ...) _printf_(5, 6);
-static int refuse(char **rf, char **re, int r, const char *field, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(re, fmt, ap) < 0)
-                *re = NULL;
-        va_end(ap);
-        *rf = strdup(field);
-        return r;
-}
-
-/* Whether spec may be queued n times for c now (n > 1: an array, all or nothing); *ret_prio its priority. */
-int job_submit_check(JobManager *jm, JobSpec *spec, const JobCaller *c, unsigned n, unsigned *ret_prio,
-                     char **rf, char **re) {
-        const RtdConfig *cfg = jm->manager->config;
-        unsigned n_reserved = cpuset_count(&jm->reserved), prio;
-        _cleanup_free_ char *list = NULL;
-        UserCount *u;
-        int r;
-
-        (void) cpuset_format(&jm->reserved, &list);
-        if (n_reserved == 0)
-                return refuse(rf, re, -ENXIO, "cores", "no CPUs are reserved, so no job can run; an administrator "
-                              "can reserve some with 'rtctl reserve CPUS' or [Reserve] CPUs=");
-        if (spec->has_cpus && !cpuset_is_subset(&spec->cpus, &jm->reserved)) {
-                _cleanup_free_ char *want = NULL;
-                (void) cpuset_format(&spec->cpus, &want);
-                return refuse(rf, re, -EINVAL, "cpus", "CPUs %s are not all reserved; reserved CPUs are %s",
-                              strempty(want), strempty(list));
-        }
-        if (spec->cores > n_reserved)
-                return refuse(rf, re, -EINVAL, "cores", "%u cores requested but only %u CPU%s reserved (%s); ask "
-                              "for at most %u", spec->cores, n_reserved, n_reserved == 1 ? " is" : "s are",
-                              strempty(list), n_reserved);
-        if (!c->admin && cfg->max_cores_per_user > 0 && spec->cores > cfg->max_cores_per_user)
-                return refuse(rf, re, -EPERM, "cores", "%u cores requested; a non-admin's jobs may hold at most %u "
-                              "together ([Access] MaxCoresPerUser=%u), so this one could never start; ask for at "
-                              "most %u", spec->cores, cfg->max_cores_per_user, cfg->max_cores_per_user,
-                              cfg->max_cores_per_user);
-
-        prio = spec->policy == JOB_POLICY_OTHER ? 0 : spec->priority ?: cfg->default_priority;
-        if (!c->admin && prio > cfg->max_priority) {
-                if (spec->priority)
-                        return refuse(rf, re, -EPERM, "priority", "%u is above the limit for non-admins "
-                                      "([Access] MaxPriority=%u); use 1-%u", prio, cfg->max_priority,
-                                      cfg->max_priority);
-                prio = cfg->max_priority;
-        }
-        if (job_needs_refusal(jm, spec))
-                return refuse(rf, re, -EPERM, "policy", "real-time jobs need a cpuset to hold them on their CPUs, "
-                              "and this machine has none (%s); submit with policy \"other\", or an administrator "
-                              "may allow them with [Jobs] RealtimeWithoutCpuset=yes, giving up the kernel's hold "
-                              "on the job's CPUs", strempty(jm->cpusets.reason));
-        if (prio >= cfg->worker_priority)
-                return refuse(rf, re, -EPERM, "priority", "%u is not below the workers' priority ([Jobs] "
-                              "WorkerPriority=%u), which must preempt every job; use 1-%u", prio,
-                              cfg->worker_priority, cfg->worker_priority - 1);
-        r = job_limits_resolve(cfg, spec, c->admin, rf, re);
-        if (r < 0)
-                return r;
-        if (!c->admin && cfg->max_timeout_sec > 0) {
-                if (spec->timeout_s > cfg->max_timeout_sec)
-                        return refuse(rf, re, -EPERM, "timeout_s", "%g s is above the limit for non-admins "
-                                      "([Access] MaxTimeoutSec=%u)", spec->timeout_s, cfg->max_timeout_sec);
-                if (spec->timeout_s <= 0)
-                        spec->timeout_s = cfg->max_timeout_sec;
-        }
-        if (n == 1 && jm->queue_len >= cfg->max_queued)
-                return refuse(rf, re, -ENOSPC, "", "the queue is full (%u jobs, [Jobs] MaxQueued=); try again "
-                              "later", jm->queue_len);
-        if (n > 1 && jm->queue_len + (uint64_t) n > cfg->max_queued)
-                return refuse(rf, re, -ENOSPC, "", "the queue has room for %u more jobs ([Jobs] MaxQueued=%u, %u "
-                              "queued) and the array has %u tasks; nothing was queued", cfg->max_queued -
-                              MIN(jm->queue_len, cfg->max_queued), cfg->max_queued, jm->queue_len, n);
-        u = user_count(jm, c->uid, true);
-        if (!u)
-                return -ENOMEM;
-        if (!c->admin && n == 1 && u->queued >= cfg->max_queued_per_user)
-                return refuse(rf, re, -EUSERS, "", "you have %u queued jobs, the limit ([Access] "
-                              "MaxQueuedPerUser=); wait for some to start or cancel some", u->queued);
-        if (!c->admin && n > 1 && u->queued + (uint64_t) n > cfg->max_queued_per_user)
-                return refuse(rf, re, -EUSERS, "", "you have %u queued jobs and the array has %u tasks; each "
-                              "counts against your limit of %u ([Access] MaxQueuedPerUser=); nothing was queued",
-                              u->queued, n, cfg->max_queued_per_user);
-        *ret_prio = prio;
-        return 0;
-}
-
-Job *job_new(JobManager *jm, JobSpec *spec, const JobCaller *c, unsigned prio) {
-        Job *j;
-
-        j = calloc(1, sizeof *j);
-        if (!j)
-                return NULL;
-        *j = (Job){
-                .jm = jm,
-                .id = jm->next_id,
-                .seq = jm->next_seq,
-                .state = JOB_QUEUED,
-                .spec = *spec,
-                .uid = c->uid,
-                .gid = c->gid,
-                .priority = prio,
-                .user = strdup(strempty(c->user)),
-                .submit_usec = now_usec(CLOCK_REALTIME),
-                .accepted_mono = now_usec(CLOCK_MONOTONIC),
-                .exit_code = -1,
-                .pidfd = -EBADF,
-                .admin = c->admin,
-        };
-        if (c->n_groups > 0) {
-                j->groups = malloc(c->n_groups * sizeof(gid_t));
-                if (j->groups) {
-                        memcpy(j->groups, c->groups, c->n_groups * sizeof(gid_t));
-                        j->n_groups = c->n_groups;
-                }
-        }
-        if (!j->user || (c->n_groups > 0 && !j->groups)) {
-                j->spec = (JobSpec){};
-                job_free(j);
-                return NULL;
-        }
-        *spec = (JobSpec){};
-        return j;
-}
-
-int job_manager_submit(JobManager *jm, JobSpec *spec, const JobCaller *c, uint64_t *ret_id, char **rf,
-                       char **re) {
-        const RtdConfig *cfg = jm->manager->config;
-        unsigned prio;
-        UserCount *u;
-        Job *j;
-        int r;
-
-        r = job_submit_check(jm, spec, c, 1, &prio, rf, re);
-        if (r < 0)
-                return r;
-        u = user_count(jm, c->uid, true);      /* made by the check */
-        j = job_new(jm, spec, c, prio);
-        if (!u || !j)
-                return -ENOMEM;
-        /* Nobody ahead (queued or waiting in a worker) and room now: straight to the worker, stored once.
-         * Else stored as queued. */
-        CpuSet cpus;
-        uint64_t id = j->id;
-        bool now = !jm->queue_head && cpuset_is_empty(&jm->ahead_cpus) && job_user_has_room(jm, j) &&
-                   job_place(jm, &j->spec, &cpus) >= 0;
-        if (now) {
-                job_table_add(jm, j);
-                job_publish(jm, j);     /* watchers see "queued" first, as for every job */
-                r = job_start(jm, j, &cpus, true, false);
-        } else
-                r = job_persist(jm, j, true);
-        if (r < 0) {
-                if (now)
-                        job_table_remove(jm, j);
-                job_free(j);
-                /* Nothing was queued: a job rtd could not store would be lost on a restart. */
-                return refuse(rf, re, r == -ENOSPC ? -EDQUOT : -EIO, "", "rtd could not store the job in %s/jobs.db "
-                              "(%s); nothing was queued. %s", cfg->state_directory, strerror(-r),
-                              r == -ENOSPC ? "An administrator must free space on that file system" :
-                                             "Try again later; an administrator can look at rtd's log");
-        }
-        *spec = (JobSpec){};
-        *ret_id = id;           /* j may be gone already if the worker refused it */
-        jm->next_id++;
-        jm->next_seq++;
-        jm->submitted++;
-        if (!now) {
-                job_table_add(jm, j);
-                queue_append(jm, j);
-                u->queued++;
-                job_publish(jm, j);
-                job_manager_dispatch(jm);
-        }
-        return 0;
-}
-
-/* ---- cancel ---- */
-
-int job_manager_cancel(JobManager *jm, uint64_t id, const JobCaller *c, JobState *ret_state) {
-        Job *j = job_lookup(jm, id);
-
-        if (!j) {
-                _cleanup_(json_decrefp) json_t *data = NULL;
-                _cleanup_free_ char *state = NULL;
-                uid_t uid;
-                int r = store_get(jm->store, id, &data, &state, &uid);
-                if (r < 0)
-                        return r;
-                if (!c->admin && uid != c->uid)
-                        return -EPERM;
-                *ret_state = job_state_from_string(state);
-                return -EALREADY;
-        }
-        if (!c->admin && j->uid != c->uid)
-                return -EPERM;
-        *ret_state = j->state;
-        if (j->state == JOB_QUEUED) {
-                job_finish(jm, j, JOB_CANCELLED, "cancelled by %s before it started", strempty(c->user));
-                *ret_state = JOB_CANCELLED;
-                return 0;
-        }
-        if (!j->cancel_requested) {
-                j->cancel_requested = true;
-                free(j->reason);
-                if (asprintf(&j->reason, "cancelled by %s", strempty(c->user)) < 0)
-                        j->reason = NULL;
-                /* Waiting in a worker: take it back unstarted if we can (dropped() finishes it), else it
-                 * is terminated once it has a pid, like any starting job. */
-                job_take_back(jm, j);
-                job_terminate(jm, j);
-        }
-        return 0;
 }
 
 /* ---- life of the manager ---- */
@@ -1051,23 +533,17 @@ int job_manager_new(Manager *m, JobManager **ret) {
         }
         job_containment_setup(jm);
 
-        remove_old_spares(jm);
-        r = sd_event_add_defer(m->event, &jm->spare_src, on_spare, jm);
+        r = job_spares_start(jm);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_priority(jm->spare_src, SD_EVENT_PRIORITY_IDLE);
-        (void) sd_event_source_set_enabled(jm->spare_src, SD_EVENT_ONESHOT);
 
         r = worker_find_binary(&jm->worker_path);
         if (r < 0)
                 log_error_errno(r, "Cannot find the rtd-worker binary (set $RTD_WORKER): %m; jobs cannot run");
 
-        r = sd_event_add_defer(m->event, &jm->dispatch_src, on_dispatch, jm);
+        r = job_dispatch_start(jm);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_enabled(jm->dispatch_src, SD_EVENT_OFF);
-        /* After worker messages, before new requests: a finished job's CPU is refilled first. */
-        (void) sd_event_source_set_priority(jm->dispatch_src, SD_EVENT_PRIORITY_IMPORTANT + 1);
         r = sd_event_add_time_relative(m->event, &jm->sweep_src, CLOCK_MONOTONIC, 2000000, 0, on_sweep, jm);
         if (r < 0)
                 return r;
@@ -1110,7 +586,7 @@ JobManager *job_manager_free(JobManager *jm) {
         }
         sd_event_source_disable_unref(jm->dispatch_src);
         sd_event_source_disable_unref(jm->spare_src);
-        close_spares(jm);
+        job_spares_close(jm);
         sd_event_source_disable_unref(jm->sweep_src);
         sd_event_source_disable_unref(jm->drift_src);
         job_store_done(jm);
@@ -1134,8 +610,8 @@ JobManager *job_manager_free(JobManager *jm) {
 void job_register(JobManager *jm, Job *j) {
         job_table_add(jm, j);
         if (j->state == JOB_QUEUED) {
-                queue_append(jm, j);
-                UserCount *u = user_count(jm, j->uid, true);
+                job_queue_append(jm, j);
+                UserCount *u = job_user_count(jm, j->uid, true);
                 if (u)
                         u->queued++;
         } else {
