@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The reservation: validation, the backend that keeps tasks off, IRQs, tuning, the drift check, and
- * putting everything back from the restore journal. */
+/* The reservation: validation, the backend that keeps tasks off, IRQs, tuning, the drift check, the dry-run
+ * plan, and putting everything back from the restore journal. What it is, for readers: reserve-json.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,44 +16,12 @@
 #include "host/topology.h"
 #include "host/tune.h"
 #include "lease/lease.h"
-#include "metrics/prometheus.h"
+#include "reserve-internal.h"
 #include "reserve.h"
-#include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/messages.h"
 
-struct Reservation {
-        Manager *manager;
-        int proc_fd, sys_fd, runtime_fd;
-        Journal *journal;
 
-        bool active;
-        CpuSet reserved, housekeeping;
-        BackendKind backend;
-        char *backend_reason;
-        CgroupState cgroup;
-        TaskStats tasks;
-        IrqState irq;
-        TuneState tune;
-        bool irqs_kept;                 /* IRQs=keep */
-        pid_t lease_pids[LEASES_MAX];   /* leased trees: left alone like rtd's own (knob_ctx) */
-
-        sd_event_source *drift_timer;
-        uint64_t drift_checks;
-        uint64_t tasks_drifted;
-        uint64_t last_check_realtime;
-        pid_t walk_resume;              /* where the last walk over /proc was cut short (KnobCtx) */
-        uint64_t walks_cut_short;
-
-        json_t *last_restore;           /* what the last restore (start-up, release) did */
-        char *journal_problem;
-        Journal *left_behind;           /* a dead run's journal, until reservation_start() decides on it */
-        json_t *start;                  /* how this run's reservation began: adopted, restored first, new */
-};
-
-static const RtdConfig *config_of(Reservation *r) {
-        return r->manager->config;
-}
 
 static int restore_journal(Journal *j, int proc_fd, int sys_fd, json_t **ret_report) {
         ReplayReport rep = {};
@@ -515,49 +483,6 @@ void reservation_cpus(Reservation *r, CpuSet *ret_reserved, CpuSet *ret_housekee
                 *ret_housekeeping = r->housekeeping;
 }
 
-void reservation_stats(Reservation *r, ReservationStats *ret) {
-        *ret = (ReservationStats){
-                .drift_checks = r->drift_checks,
-                .irqs_drifted = r->irq.drifted,
-                .tasks_drifted = r->tasks_drifted,
-                .irqs_moved = r->irq.moved,
-                .irqs_unmovable = (unsigned) r->irq.n_unmovable,
-                .tasks_moved = r->tasks.moved,
-                .tasks_refused = r->tasks.refused,
-        };
-}
-
-/* The reservation's families in /metrics (handed to metrics by the Manager: metrics includes nothing of reserve/). */
-void reservation_render_prometheus(Reservation *r, FILE *f) {
-        ReservationStats rs = {};
-        reservation_stats(r, &rs);
-        prom_family(f, "rtd_reservation_drift_checks_total", "counter", "Drift checks of the reservation.");
-        prom_uint(f, "rtd_reservation_drift_checks_total", NULL, rs.drift_checks);
-        prom_family(f, "rtd_reservation_irqs_drifted_total", "counter", "IRQ masks re-applied after someone else changed them.");
-        prom_uint(f, "rtd_reservation_irqs_drifted_total", NULL, rs.irqs_drifted);
-        prom_family(f, "rtd_reservation_tasks_drifted_total", "counter", "Task affinities re-applied after drift.");
-        prom_uint(f, "rtd_reservation_tasks_drifted_total", NULL, rs.tasks_drifted);
-        prom_family(f, "rtd_reservation_irqs", "gauge", "IRQs moved off the reserved CPUs, and those that refused (unmovable).");
-        prom_uint(f, "rtd_reservation_irqs", "state=\"moved\"", rs.irqs_moved);
-        prom_uint(f, "rtd_reservation_irqs", "state=\"unmovable\"", rs.irqs_unmovable);
-        prom_family(f, "rtd_reservation_tasks", "gauge", "Tasks moved off the reserved CPUs, and those that refused.");
-        prom_uint(f, "rtd_reservation_tasks", "state=\"moved\"", rs.tasks_moved);
-        prom_uint(f, "rtd_reservation_tasks", "state=\"refused\"", rs.tasks_refused);
-}
-
-/* "reservation" in /v1/metrics. */
-json_t *reservation_stats_json(Reservation *r) {
-        ReservationStats rs = {};
-
-        reservation_stats(r, &rs);
-        return json_pack("{s:I, s:I, s:I, s:i, s:i, s:i, s:i}",
-                         "drift_checks", (json_int_t) rs.drift_checks,
-                         "irqs_drifted", (json_int_t) rs.irqs_drifted,
-                         "tasks_drifted", (json_int_t) rs.tasks_drifted,
-                         "irqs_moved", (int) rs.irqs_moved, "irqs_unmovable", (int) rs.irqs_unmovable,
-                         "tasks_moved", (int) rs.tasks_moved, "tasks_refused", (int) rs.tasks_refused);
-}
-
 const char *reservation_cgroup(Reservation *r) {
         if (!r->active || r->backend != BACKEND_CGROUP)
                 return NULL;
@@ -570,102 +495,6 @@ int reservation_place(Reservation *r, pid_t pid) {
         if (r->backend == BACKEND_CGROUP && r->cgroup.reserved_cgroup)
                 return cgroup_backend_place(r->sys_fd, r->cgroup.reserved_cgroup, pid);
         return 0;
-}
-
-static json_t *cpus_json(const CpuSet *s) {
-        _cleanup_free_ char *l = NULL;
-        return json_string(cpuset_format(s, &l) >= 0 ? l : "");
-}
-
-/* Boot parameters a run-time reservation cannot replace, and whether this boot has them. */
-static json_t *boot_hints(Reservation *r, const CpuSet *reserved) {
-        _cleanup_free_ char *cmdline = NULL, *list = NULL, *nohz = NULL;
-        json_t *a = json_array();
-        CpuSet nohz_set = {};
-
-        (void) read_one_line_at(r->proc_fd, "cmdline", &cmdline);
-        (void) cpuset_format(reserved, &list);
-        if (read_one_line_at(r->sys_fd, "devices/system/cpu/nohz_full", &nohz) >= 0)
-                (void) cpuset_parse(nohz, &nohz_set, NULL);
-        struct {
-                const char *key, *fmt, *why;
-                bool have;
-        } hints[] = {
-                { "nohz_full", "nohz_full=%s", "stops the scheduler tick on the reserved CPUs while one task runs",
-                  cpuset_is_subset(reserved, &nohz_set) && !cpuset_is_empty(reserved) },
-                { "rcu_nocbs", "rcu_nocbs=%s", "moves RCU callbacks off the reserved CPUs",
-                  cmdline && strstr(cmdline, "rcu_nocbs=") },
-                { "isolcpus", "isolcpus=managed_irq,%s",
-                  "keeps kernel-managed (per-queue) IRQs off the reserved CPUs where the device allows it",
-                  cmdline && strstr(cmdline, "managed_irq") },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(hints); i++) {
-                _cleanup_free_ char *p = NULL;
-                if (asprintf(&p, hints[i].fmt, strempty(list)) < 0)
-                        continue;
-                json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "parameter", p, "why", hints[i].why,
-                                                   "present", hints[i].have));
-        }
-        return a;
-}
-
-json_t *reservation_to_json(Reservation *r) {
-        const RtdConfig *c = config_of(r);
-        json_t *o;
-
-        if (!r->active) {
-                o = json_pack("{s:s, s:o*}", "state", "none", "last_restore", json_incref(r->last_restore));
-                if (o && r->journal_problem)
-                        json_object_set_new(o, "journal_problem", json_string(r->journal_problem));
-                return o;
-        }
-        o = json_pack("{s:s, s:O?, s:s, s:s?, s:o, s:o, s:s, s:{s:I, s:I, s:I, s:I, s:I}}",
-                      "state", "active",
-                      "start", r->start,
-                      "backend", backend_kind_to_string(r->backend),
-                      "backend_reason", r->backend_reason,
-                      "reserved", cpus_json(&r->reserved),
-                      "housekeeping", cpus_json(&r->housekeeping),
-                      "smt", smt_mode_to_string(c->smt),
-                      "tasks", "moved", (json_int_t) r->tasks.moved, "refused", (json_int_t) r->tasks.refused,
-                      "own", (json_int_t) r->tasks.own, "inherited", (json_int_t) r->tasks.inherited, "seen",
-                      (json_int_t) r->tasks.seen);
-        if (!o)
-                return NULL;
-        if (r->backend != BACKEND_AFFINITY)
-                json_object_set_new(o, "cgroup", json_pack("{s:s?, s:s?, s:s?, s:O?}", "reserved_cgroup",
-                                                           r->cgroup.reserved_cgroup, "partition",
-                                                           r->cgroup.partition, "partition_note",
-                                                           r->cgroup.partition_note, "shrunk", r->cgroup.shrunk));
-        if (r->irqs_kept)
-                json_object_set_new(o, "irqs", json_pack("{s:s}", "state", "left alone (IRQs=keep)"));
-        else {
-                json_t *i = irq_state_to_json(&r->irq);
-                if (i && !r->irq.irqbalance_note)
-                        json_object_set_new(i, "irqbalance",
-                                            json_pack("{s:s}", "note", "irqbalance is not running"));
-                json_object_set_new(o, "irqs", i);
-        }
-        json_object_set_new(o, "knobs", tune_state_to_json(&r->tune, r->proc_fd, r->sys_fd));
-        json_object_set_new(o, "drift", json_pack("{s:I, s:I, s:I, s:I, s:I}", "interval_sec",
-                                                  (json_int_t) c->check_interval_sec, "checks",
-                                                  (json_int_t) r->drift_checks, "irqs", (json_int_t) r->irq.drifted,
-                                                  "tasks", (json_int_t) r->tasks_drifted, "last_check",
-                                                  (json_int_t) r->last_check_realtime));
-        json_object_set_new(json_object_get(o, "drift"), "walks_cut_short", json_integer((json_int_t) r->walks_cut_short));
-        json_object_set_new(o, "boot_parameters", boot_hints(r, &r->reserved));
-        json_object_set_new(o, "residual", residual_sources(r->proc_fd, r->sys_fd, &r->reserved));
-        json_object_set_new(o, "journal", json_pack("{s:s, s:I}", "file", JOURNAL_FILE, "entries",
-                                                    (json_int_t) r->journal->n_entries));
-        if (r->last_restore)
-                json_object_set_new(o, "last_restore", json_incref(r->last_restore));
-        if (r->journal_problem)
-                json_object_set_new(o, "journal_problem", json_string(r->journal_problem));
-        return o;
-}
-
-json_t *reservation_last_restore(Reservation *r) {
-        return r->last_restore;
 }
 
 int reservation_plan(Reservation *r, const CpuSet *cpus, json_t **ret, char **ret_error) {
@@ -735,13 +564,13 @@ int reservation_plan(Reservation *r, const CpuSet *cpus, json_t **ret, char **re
                                                         "why", r->cgroup.partition_note));
 
         o = json_pack("{s:o, s:o, s:s, s:s?, s:o, s:{s:I, s:I, s:I}, s:o, s:o}",
-                      "cpus", cpus_json(cpus), "housekeeping", cpus_json(&hk),
+                      "cpus", reserve_cpus_json(cpus), "housekeeping", reserve_cpus_json(&hk),
                       "backend", backend_kind_to_string(b), "backend_reason", reason,
                       "writes", writes,
                       "tasks", "would_move", (json_int_t) ts.moved, "refused", (json_int_t) ts.refused, "own",
                       (json_int_t) ts.own,
                       "cannot", cannot,
-                      "boot_parameters", boot_hints(r, cpus));
+                      "boot_parameters", reserve_boot_hints(r, cpus));
         if (o)
                 json_object_set_new(o, "residual", residual_sources(r->proc_fd, r->sys_fd, cpus));
         irq_state_done(&irq);
