@@ -144,3 +144,5 @@ int knob_plan(KnobCtx *k, KnobRoot root, const char *path, const char *from, con
 int knob_set(KnobCtx *k, KnobRoot root, const char *path, const char *value, char **ret_current);
 /* Put one knob back to its journaled original now (a knob the config no longer asks to change). */
 int knob_reset(KnobCtx *k, KnobRoot root, const char *path);
+/* A value read from a kernel file without its trailing newline and blanks (in place). */
+char *knob_value_strip(char *s);
