@@ -2,7 +2,7 @@
 /* Scheduling metrics for rtd: per-CPU context switches, migrations, run-queue latency, hard/soft IRQ
  * counts and time, intrusions on reserved CPUs, per-job counters. One program per hook (each attached
  * program pays its own dispatch); every hook has a tp_btf and a raw_tp twin, user space picks one set
- * before load (libbpf-tools' runqlat pattern). Counters are read by daemon/bpf-metrics.c on a timer. */
+ * before load (libbpf-tools' runqlat pattern). Counters are read by daemon/metrics/bpf-metrics.c on a timer. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>

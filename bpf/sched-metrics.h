@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Structures shared by sched-metrics.bpf.c and daemon/bpf-metrics.c: per-CPU counters, per-job
+/* Structures shared by sched-metrics.bpf.c and daemon/metrics/bpf-metrics.c: per-CPU counters, per-job
  * counters, task marks and the intrusion attribution keys. Only fixed-width types: the BPF side sees
  * vmlinux.h, user space <linux/types.h>. */
 #pragma once
@@ -155,7 +155,7 @@ struct rtd_irq_name {
         char name[RTD_IRQ_NAME];
 };
 
-/* Starvation guard (daemon/guard.c): a task waiting on a reserved CPU's run queue, keyed by its global tid.
+/* Starvation guard (daemon/metrics/guard.c): a task waiting on a reserved CPU's run queue, keyed by its global tid.
  * Noted at wakeup (or preemption) there, forgotten when it is switched in anywhere or exits. */
 struct rtd_waiter {
         __u64 since_ns;                 /* bpf_ktime_get_ns() when it became runnable there */

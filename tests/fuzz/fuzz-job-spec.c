@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job-spec.h"
+#include "jobs/job-spec.h"
 #include "shared/macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

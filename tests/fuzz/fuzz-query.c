@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "shared/parse-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

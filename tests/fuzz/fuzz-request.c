@@ -20,15 +20,17 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "jobs-internal.h"
-#include "jobs.h"
-#include "manager.h"
-#include "metrics.h"
-#include "reserve.h"
+#include "api/api.h"
+#include "core/manager.h"
+#include "host/topology.h"
+#include "host/undo.h"
+#include "http/http.h"
+#include "jobs/jobs-internal.h"
+#include "jobs/jobs.h"
+#include "metrics/metrics.h"
+#include "reserve/reserve.h"
 #include "shared/log.h"
-#include "store.h"
-#include "topology.h"
+#include "store/store.h"
 
 #ifndef RTD_FIXTURES_DIR
 #define RTD_FIXTURES_DIR "tests/fixtures"
@@ -112,9 +114,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         m.state_fd = open_dir("state");
         snprintf(cmd, sizeof cmd, "%s/vm-2cpu/sys", fixtures);
         fd = open(cmd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        host_register_undos();
         if (fd < 0 || topology_load(fd, &m.topology) < 0 || reservation_new(&m, &m.reservation) < 0 ||
             job_manager_new(&m, &m.jobs) < 0 || metrics_new(&m, &m.metrics) < 0)
                 abort();
+        manager_hand_metrics_exporters(&m);
         close(fd);
         add_finished_job();
         return 0;
@@ -142,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 60000)       /* fits the socket buffer: one write, no interleaving needed */
                 return 0;
         lfd = listen_socket(&sa, &len);
-        if (http_new(&m, lfd, false, &h) < 0)
+        if (http_new(&m, lfd, false, api_find_route, &h) < 0)
                 abort();
         c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         /* SO_PEERCRED records who connected: an ordinary user in the submit group, not root. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobs-internal.h"
+#include "jobs/jobs-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "manager.h"
-#include "metrics.h"
+#include "core/manager.h"
+#include "metrics/metrics.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/macro.h"

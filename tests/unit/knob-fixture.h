@@ -11,7 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "restore.h"
+#include "host/restore.h"
+#include "host/undo.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 
@@ -35,6 +36,7 @@ static inline KnobFixture *knob_fixture_new(const char *name) {
         char cmd[512];
 
         assert_non_null(f);
+        host_register_undos();  /* as rtd's main() does: the owners of task/unit/irqbalance entries undo them */
         snprintf(f->dir, sizeof f->dir, "/tmp/rtd-unit-XXXXXX");
         assert_non_null(mkdtemp(f->dir));
         snprintf(cmd, sizeof cmd, "cp -a '%s/%s/.' '%s/' && mkdir -p '%s/proc' '%s/sys' '%s/run'", fixtures_dir(),

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/* Quieting leased CPUs with the reservation's own tools (backend-affinity.c, irq.c, tune.c) through one
+ * restore journal for all leases, the drift check, and the leases' metrics. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/manager.h"
+#include "host/backend.h"
+#include "host/topology.h"
+#include "host/tune.h"
+#include "lease-internal.h"
+#include "metrics/prometheus.h"
+#include "shared/fileio.h"
+#include "shared/log.h"
+
+/* As reserve.c's: one walk over /proc may hold the loop this long; the next check resumes after it. */
+#define LEASE_WALK_BUDGET_USEC (250 * 1000)
+
+static int restore_all(Leases *l) {
+        ReplayReport rep = {};
+        int q;
+
+        q = journal_replay(l->journal, l->proc_fd, l->sys_fd, &rep);
+        log_notice("Leases: restore journal replayed: %u restored, %u skipped (tasks gone or changed since), "
+                   "%u failed", rep.restored, rep.skipped, rep.failed);
+        json_decref(l->last_restore);
+        l->last_restore = replay_report_to_json(&rep);
+        replay_report_done(&rep);
+        /* A journal with failures stays for `rtd --restore`. */
+        if (q >= 0)
+                (void) journal_remove(l->journal);
+        irq_state_done(&l->irq);
+        l->tasks_moved = l->tasks_refused = 0;
+        return q;
+}
+
+int leases_quiet(Leases *l, bool drift) {
+        Manager *m = l->manager;
+        pid_t exempt[LEASES_MAX];
+        CpuSet leased, reserved, hk;
+        TaskStats ts = {};
+        KnobCtx k;
+        int q;
+
+        if (l->n_active == 0) {
+                l->drift_timer = sd_event_source_disable_unref(l->drift_timer);
+                if (l->journal->n_entries == 0 && !l->journal->on_disk)
+                        return 0;
+                return restore_all(l);
+        }
+        leases_cpus(l, &leased);
+        manager_reserved_cpus(m, &reserved);
+        cpuset_andnot(&hk, &m->topology->online, &reserved);
+        cpuset_andnot(&hk, &hk, &leased);
+        for (size_t i = 0; i < l->n_active; i++)
+                exempt[i] = l->active[i]->pid;
+        /* The targets are (original ∩ hk): CPUs a lease gave back return to the tasks that had them. */
+        k = (KnobCtx){ .proc_fd = l->proc_fd, .sys_fd = l->sys_fd, .journal = l->journal,
+                       .deadline_usec = now_usec(CLOCK_MONOTONIC) + LEASE_WALK_BUDGET_USEC,
+                       .resume_pid = l->walk_resume, .exempt = exempt, .n_exempt = l->n_active };
+        q = tasks_apply(&k, &hk, TASKS_ALL, drift, getpid(), &ts);
+        l->walk_resume = k.resume_pid;
+        if (q < 0)
+                return q;
+        if (drift) {
+                l->tasks_drifted += ts.drifted;
+                l->drift_checks++;
+                if (ts.drifted > 0)
+                        log_notice("Leases: drift check: %u task%s found on leased CPUs again, moved back",
+                                   ts.drifted, ts.drifted == 1 ? "" : "s");
+        } else {
+                l->tasks_moved += ts.moved;
+                l->tasks_refused = ts.refused;
+        }
+        q = irq_apply(&k, &hk, &leased, m->topology->nr_cpu_ids, drift, &l->irq);
+        if (q < 0)
+                log_warning_errno(q, "Leases: could not steer IRQs: %m");
+        tune_apply_workqueues(&k, &hk, m->topology->nr_cpu_ids);
+        return journal_flush(l->journal);
+}
+
+static int on_drift(sd_event_source *s, uint64_t usec, void *userdata) {
+        Leases *l = userdata;
+
+        (void) s;
+        (void) usec;
+        (void) leases_quiet(l, true);
+        leases_drift_timer_arm(l);
+        return 0;
+}
+
+void leases_drift_timer_arm(Leases *l) {
+        unsigned sec = l->manager->config->check_interval_sec;
+        uint64_t usec = (uint64_t) sec * 1000000;
+
+        if (sec == 0 || l->n_active == 0)
+                return;
+        if (!l->drift_timer) {
+                if (sd_event_add_time_relative(l->manager->event, &l->drift_timer, CLOCK_MONOTONIC, usec,
+                                               100 * 1000, on_drift, l) < 0)
+                        log_warning("Leases: could not start the drift check, continuing without");
+                return;
+        }
+        (void) sd_event_source_set_time_relative(l->drift_timer, usec);
+        (void) sd_event_source_set_enabled(l->drift_timer, SD_EVENT_ONESHOT);
+}
+
+/* The root and every descendant now (later forks inherit the mark): /proc/PID/task/TID/children. */
+void lease_track(Leases *l, Lease *x) {
+        pid_t todo[1024];
+        size_t n = 0, done = 0;
+        uint64_t job = LEASE_JOB_ID_BASE + x->id;
+
+        todo[n++] = x->pid;
+        while (done < n) {
+                pid_t p = todo[done++];
+                char path[300];
+                _cleanup_close_ int fd = -EBADF;
+                DIR *d;
+                struct dirent *de;
+
+                (void) metrics_track_task(l->manager->metrics, p, job, 0);
+                snprintf(path, sizeof path, "%d/task", (int) p);
+                fd = openat(l->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0 || !(d = fdopendir(fd)))
+                        continue;
+                fd = -EBADF;
+                while ((de = readdir(d))) {
+                        _cleanup_free_ char *kids = NULL;
+                        if (de->d_name[0] == '.')
+                                continue;
+                        snprintf(path, sizeof path, "%d/task/%s/children", (int) p, de->d_name);
+                        if (read_full_file_at(l->proc_fd, path, &kids, NULL) < 0)
+                                continue;
+                        for (char *s = kids, *end; *s && n < ELEMENTSOF(todo); s = end) {
+                                long kid = strtol(s, &end, 10);
+                                if (end == s)
+                                        break;
+                                if (kid > 0)
+                                        todo[n++] = (pid_t) kid;
+                        }
+                }
+                closedir(d);
+        }
+}
+
+void lease_metrics_baseline(Leases *l, Lease *x) {
+        unsigned n = cpuset_count(&x->cpus), i = 0;
+
+        metrics_refresh(l->manager->metrics);
+        free(x->base);
+        x->base = calloc(MAX(n, 1u), sizeof *x->base);
+        if (!x->base)
+                return;
+        CPUSET_FOREACH(cpu, &x->cpus)
+                (void) metrics_cpu_figures(l->manager->metrics, (unsigned) cpu, &x->base[i++]);
+}
+
+/* Figures of one leased CPU since the lease began. */
+static void cpu_delta(Leases *l, const Lease *x, unsigned idx, unsigned cpu, MetricsCpuFigures *ret) {
+        MetricsCpuFigures now, base = x->base ? x->base[idx] : (MetricsCpuFigures){};
+
+        (void) metrics_cpu_figures(l->manager->metrics, cpu, &now);
+        *ret = (MetricsCpuFigures){
+                .intrusion_ns = now.intrusion_ns - MIN(now.intrusion_ns, base.intrusion_ns),
+                .intrusions = now.intrusions - MIN(now.intrusions, base.intrusions),
+                .switches = now.switches - MIN(now.switches, base.switches),
+                .hardirqs = now.hardirqs - MIN(now.hardirqs, base.hardirqs),
+        };
+}
+
+json_t *lease_metrics_json(Leases *l, const Lease *x) {
+        MetricsCpuFigures sum = {};
+        json_t *per = json_object(), *o;
+        unsigned i = 0;
+
+        if (!x->active)
+                return x->final_metrics ? json_incref(x->final_metrics) : json_object();
+        CPUSET_FOREACH(cpu, &x->cpus) {
+                MetricsCpuFigures d;
+                char key[16];
+                cpu_delta(l, x, i++, (unsigned) cpu, &d);
+                sum.intrusion_ns += d.intrusion_ns;
+                sum.intrusions += d.intrusions;
+                sum.switches += d.switches;
+                sum.hardirqs += d.hardirqs;
+                snprintf(key, sizeof key, "%d", cpu);
+                json_object_set_new(per, key, json_pack("{s:f, s:I, s:I, s:I}", "intrusion_seconds",
+                                                        d.intrusion_ns / 1e9, "intrusions",
+                                                        (json_int_t) d.intrusions, "context_switches",
+                                                        (json_int_t) d.switches, "hardirqs",
+                                                        (json_int_t) d.hardirqs));
+        }
+        o = json_pack("{s:f, s:I, s:I, s:I, s:o, s:b}", "intrusion_seconds", sum.intrusion_ns / 1e9, "intrusions",
+                      (json_int_t) sum.intrusions, "context_switches", (json_int_t) sum.switches, "hardirqs",
+                      (json_int_t) sum.hardirqs, "cpus", per, "bpf", metrics_bpf_enabled(l->manager->metrics));
+        return o;
+}
+
+void leases_render_prometheus(Leases *l, FILE *f) {
+        uint64_t now = (uint64_t) time(NULL);
+        char lb[256], owner[2 * LEASE_OWNER_MAX + 8];
+
+        prom_family(f, "rtd_leases_active", "gauge", "Leases active now (CPUs quiet for a process tree rtd did not start).");
+        prom_uint(f, "rtd_leases_active", NULL, leases_active(l));
+        if (!l || l->n_active == 0)
+                return;
+        prom_family(f, "rtd_lease_active", "gauge", "1 for each active lease, by owner and leased CPUs.");
+        for (size_t i = 0; i < l->n_active; i++) {
+                _cleanup_free_ char *cpus = NULL;
+                (void) cpuset_format(&l->active[i]->cpus, &cpus);
+                snprintf(lb, sizeof lb, "owner=\"%s\",cpus=\"%s\"",
+                         prom_label_escape(l->active[i]->owner, owner, sizeof owner), strempty(cpus));
+                prom_uint(f, "rtd_lease_active", lb, 1);
+        }
+        static const struct {
+                const char *name, *type, *help;
+        } fam[] = {
+                { "rtd_lease_intrusion_seconds_total", "counter",
+                  "CPU time of tasks outside the leased tree on each leased CPU since the lease began." },
+                { "rtd_lease_context_switches_total", "counter", "Context switches on each leased CPU since the lease began." },
+                { "rtd_lease_hardirqs_total", "counter",
+                  "Numbered IRQs and architecture vectors on each leased CPU since the lease began." },
+        };
+        for (size_t k = 0; k < ELEMENTSOF(fam); k++) {
+                prom_family(f, fam[k].name, fam[k].type, fam[k].help);
+                for (size_t i = 0; i < l->n_active; i++) {
+                        const Lease *x = l->active[i];
+                        unsigned idx = 0;
+                        CPUSET_FOREACH(cpu, &x->cpus) {
+                                MetricsCpuFigures d;
+                                cpu_delta(l, x, idx++, (unsigned) cpu, &d);
+                                snprintf(lb, sizeof lb, "owner=\"%s\",cpu=\"%d\"",
+                                         prom_label_escape(x->owner, owner, sizeof owner), cpu);
+                                if (k == 0)
+                                        prom_double(f, fam[k].name, lb, d.intrusion_ns / 1e9);
+                                else
+                                        prom_uint(f, fam[k].name, lb, k == 1 ? d.switches : d.hardirqs);
+                        }
+                }
+        }
+        prom_family(f, "rtd_lease_age_seconds", "gauge", "Seconds since the lease began.");
+        for (size_t i = 0; i < l->n_active; i++) {
+                snprintf(lb, sizeof lb, "owner=\"%s\"", prom_label_escape(l->active[i]->owner, owner, sizeof owner));
+                prom_uint(f, "rtd_lease_age_seconds", lb, now - MIN(now, l->active[i]->created));
+        }
+        /* 0 while the lease is active means rtd missed its job's end: the alert "a lease outliving its job". */
+        prom_family(f, "rtd_lease_pid_alive", "gauge", "Whether the root process of an active lease still runs.");
+        for (size_t i = 0; i < l->n_active; i++) {
+                uint64_t st;
+                bool alive = lease_pid_starttime(l->proc_fd, l->active[i]->pid, &st) >= 0 &&
+                             st == l->active[i]->starttime;
+                snprintf(lb, sizeof lb, "owner=\"%s\"", prom_label_escape(l->active[i]->owner, owner, sizeof owner));
+                prom_uint(f, "rtd_lease_pid_alive", lb, alive);
+        }
+}
