@@ -149,6 +149,20 @@ static int load_instance(Store *s) {
         return r;
 }
 
+/* A checkpoint that met a lock is tried again soon: the nudge that asked for it will not come twice if the
+ * loop stops writing now, and the WAL would then grow until close. */
+static bool checkpoint_passive(Checkpointer *c) {
+        for (int attempt = 0; attempt < 50 && !atomic_load(&c->stop); attempt++) {
+                int r = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+                if (r == SQLITE_OK)
+                        return true;
+                if (r != SQLITE_BUSY && r != SQLITE_LOCKED)
+                        return false;
+                nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+        }
+        return false;
+}
+
 static void *checkpoint_thread(void *userdata) {
         Checkpointer *c = userdata;
         struct sched_param sp;
@@ -172,7 +186,7 @@ static void *checkpoint_thread(void *userdata) {
         while (read(c->wake_fd, &n, sizeof n) == sizeof n || errno == EINTR) {
                 if (atomic_load(&c->stop))
                         break;
-                if (sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) == SQLITE_OK)
+                if (checkpoint_passive(c))
                         atomic_fetch_add(&c->done, 1);
                 atomic_store(&c->busy, false);
         }
