@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shared/macro.h"
