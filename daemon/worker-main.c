@@ -380,9 +380,9 @@ typedef struct CloneArgs {
 
 /*
  * A child's area: its stack, and at the top its ChildArgs and a copy of the START it runs, so the worker
- * may take the next message at once. Held from the spawn until the child left the shared memory (its pipe
- * closed) or, for a child given up on, until it is reaped: a child that hangs in a FUSE request dies only
- * when the request ends, however it was killed.
+ * may take the next message at once. Held from the spawn until the job is reaped, or until the start
+ * deadline finds that the child left the shared memory (its pipe closed); a child given up on holds it until
+ * it is reaped: a child that hangs in a FUSE request dies only when the request ends, however it was killed.
  */
 #define AREA_SIZE (6UL << 20)   /* argv and env pointer arrays live on the stack: up to 256 KiB of strings */
 #define AREAS 4
@@ -773,7 +773,7 @@ static ssize_t receive(Inbox *m) {
 
 int main(int argc, char **argv) {
         WorkerMsg ready = { .type = WMSG_READY };
-        struct pollfd p[3];
+        struct pollfd p[2];
         sigset_t chld;
 
         (void) argc;
@@ -807,13 +807,16 @@ int main(int argc, char **argv) {
         for (;;) {
                 int timeout = -1;
 
-                /* The starting child's pipe: only its end (POLLHUP) wakes us, not the steps written to it. */
-                p[2] = (struct pollfd){ .fd = job_steps, .events = 0 };
+                /*
+                 * The starting child's pipe is not watched: waking at its end (the exec) would preempt the job
+                 * on its CPU only to free the child's area, which the reap or the deadline does as well. At the
+                 * deadline, its end tells an exec in time from a hang.
+                 */
                 if (job_deadline) {
                         uint64_t now = now_us(CLOCK_MONOTONIC);
                         timeout = now >= job_deadline ? 0 : (int) ((job_deadline - now + 999) / 1000);
                 }
-                int n = poll(p, 3, timeout);
+                int n = poll(p, 2, timeout);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -825,10 +828,13 @@ int main(int argc, char **argv) {
                                 ;
                         reap();
                 }
-                if (job_steps >= 0 && p[2].fd == job_steps && (p[2].revents & (POLLHUP | POLLERR)))
-                        steps_done();
-                if (job_deadline && now_us(CLOCK_MONOTONIC) >= job_deadline)
-                        start_timed_out();
+                if (job_deadline && now_us(CLOCK_MONOTONIC) >= job_deadline) {
+                        struct pollfd end = { .fd = job_steps, .events = 0 };
+                        if (poll(&end, 1, 0) == 1 && (end.revents & (POLLHUP | POLLERR)))
+                                steps_done();           /* it exec'd (or died) in time */
+                        else
+                                start_timed_out();
+                }
                 if (!orphan && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
                         ssize_t r = receive(in);
                         if (r < 0 && (errno == EAGAIN || errno == EINTR))
