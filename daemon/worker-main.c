@@ -222,7 +222,9 @@ static long open_output(const WorkerStart *st, const char *suffix, const char *s
         long fd, r;
 
         snprintf(name, sizeof name, "%" PRIu64 ".%s", st->hdr.job_id, suffix);
-        if (passed >= 0 && rsys(SYS_renameat2, WORKER_FD_OUTPUT_DIR, spare, WORKER_FD_OUTPUT_DIR, name, 0) == 0)
+        /* No spare name: rtd gave the file its final name already (stderr, see take_output_spares()). */
+        if (passed >= 0 && (!*spare ||
+                            rsys(SYS_renameat2, WORKER_FD_OUTPUT_DIR, spare, WORKER_FD_OUTPUT_DIR, name, 0) == 0))
                 return passed;
         fd = rsys(SYS_openat, WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
                   0600);
