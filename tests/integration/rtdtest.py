@@ -490,6 +490,7 @@ def run_pty(cmd, user=None, env=None, timeout=60):
                 break
         else:
             p.kill()
+            p.wait()
             raise AssertionError(f"{cmd} did not end within {timeout} s; the terminal got {tty!r}")
         out = p.stdout.read().decode()
         return p.wait(timeout), out, tty.decode(errors="replace")
