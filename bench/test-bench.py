@@ -19,6 +19,7 @@ BUILD = os.environ.get('RTD_BUILD_DIR', '')
 MEMWALK = os.path.join(BUILD, 'bench', 'memwalk')
 HOG = os.path.join(BUILD, 'bench', 'hog')
 FLOOR = os.path.join(BUILD, 'bench', 'floor')
+SPAWN_TIME = os.path.join(BUILD, 'bench', 'spawn-time')
 sys.path.insert(0, HERE)
 passed = failed = skipped = 0
 
@@ -193,8 +194,22 @@ def test_report():
                                                for n in (report.IMG_MEMWALK, report.IMG_JITTER)))
 
 
+def test_spawn_time():
+        """bench/spawn-time prints one line of medians per command, in the order given, and fails on a failing
+        command rather than timing it."""
+        p = subprocess.run([SPAWN_TIME, '5', '/bin/true', '/bin/echo two words'], capture_output=True, text=True)
+        lines = [line.split(' ', 4) for line in p.stdout.splitlines()]
+        check('spawn-time: a line per command', p.returncode == 0 and [f[4] for f in lines]
+              == ['/bin/true', '/bin/echo two words'], p.stdout + p.stderr)
+        check('spawn-time: median, p10, p90, min in order and positive',
+              all(0 < float(f[3]) <= float(f[1]) <= float(f[0]) <= float(f[2]) for f in lines), p.stdout)
+        p = subprocess.run([SPAWN_TIME, '3', '/bin/false'], capture_output=True, text=True)
+        check('spawn-time: a failing command fails the run', p.returncode == 1 and not p.stdout, p.stdout)
+
+
 def test_dispatch_report(dispatch):
         rep = {'byhand_s': 0.002, 'rtctl_s': 0.0019, 'rtctl_start_s': 0.0011, 'exec_floor_s': 0.0009,
+               'static_floor_s': 0.001, 'rtctl_spawn_us': 1100, 'static_spawn_us': 1000, 'true_spawn_us': 1150,
                'raw_client_s': 0.0021,
                'dispatch_p50_us': 1200, 'dispatch_p99_us': 2000, 'throughput_per_s': 1400,
                'throughput_tmpfs_per_s': 1300, 'cloop_per_s': 2000, 'exec_to_reap_us': 600,
@@ -209,6 +224,8 @@ def test_dispatch_report(dispatch):
         check('dispatch: faster than by hand is met', 'no slower than by hand: met' in verdict('rtctl submit'))
         check('dispatch: p50 over 1 ms is missed', '≤ 1 ms: missed' in verdict('p50'))
         check('dispatch: rtctl --version over 1 ms is missed', '≤ 1 ms: missed' in verdict('rtctl --version'))
+        check('dispatch: rtctl --version against the static floor and /bin/true',
+              '+100 µs from it' in verdict('static-hello') and '-50 µs from it' in verdict('dynamically linked'))
         check('dispatch: 70% of the C loop is met at 70%, missed at 65%',
               'C loop: met (70%' in verdict('state directory on ext4')
               and 'C loop: missed (65%' in verdict('state directory on tmpfs'))
@@ -231,6 +248,7 @@ def main():
         test_memwalk()
         test_hog()
         test_floor()
+        test_spawn_time()
         test_parsers(load_script('run'))
         test_dispatch_report(load_script('dispatch'))
         test_report()

@@ -83,6 +83,13 @@ static bool take_output_spares(JobManager *jm, Job *j, WorkerJob *wj, char *out,
                 wj->stderr_fd = safe_close(wj->stderr_fd);
                 return false;
         }
+        /* stderr gets its final name here, on rtd's CPU: only stdout's rename in the child tells that the job
+         * got as far as its exec (the take-back and recovery read only that), and a rename on the job's CPU
+         * costs ext4 directory lookups (about 19 µs here). */
+        char name[32];
+        snprintf(name, sizeof name, "%" PRIu64 ".stderr", j->id);
+        if (renameat(jm->output_fd, err, jm->output_fd, name) == 0)
+                err[0] = 0;
         return true;
 }
 

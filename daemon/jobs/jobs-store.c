@@ -72,7 +72,9 @@ int job_store_write(JobManager *jm, const StoreJob *sj, bool insert, bool durabl
         PendingWrite *w = pending_find(jm, sj->id);
         int r;
 
-        r = durable ? store_write_durable(jm->store, sj, insert)
+        /* An array's tasks share their start's disk flush, a batch at a time (docs/jobs.md, "Power cut"). */
+        r = durable && sj->array_id ? store_write_synced_soon(jm->store, sj, insert)
+          : durable ? store_write_durable(jm->store, sj, insert)
                     : insert ? store_insert(jm->store, sj) : store_update(jm->store, sj);
         if (r >= 0) {
                 if (w)

@@ -18,11 +18,28 @@ typedef struct Checkpointer {
         bool running;
 } Checkpointer;
 
+/* store-sync.c: the group sync of the WAL for store_write_synced_soon(). */
+#define STORE_SYNC_BATCH_USEC 100000    /* how long a batch gathers before its one fdatasync() */
+typedef struct StoreSyncer {
+        pthread_t thread;
+        int wake_fd;                    /* eventfd: a batch has begun */
+        char *wal_path;
+        atomic_bool stop;
+        atomic_uint_fast64_t requested; /* writes asked to be synced, ever */
+        atomic_uint_fast64_t synced;    /* of them, those a finished fdatasync() covered */
+        atomic_uint_fast64_t syncs, failures;
+        bool running;
+} StoreSyncer;
+
+int store_syncer_start(StoreSyncer *y, const char *db_path);
+void store_syncer_stop(StoreSyncer *y);
+
 struct Store {
         sqlite3 *db;
         sqlite3_stmt *insert, *update;
         char instance[17];
         Checkpointer ckpt;
+        StoreSyncer sync;
 };
 
 /* An SQLite result code as -errno (0 for OK, DONE, ROW). */

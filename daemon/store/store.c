@@ -321,6 +321,7 @@ int store_open(int dir_fd, const char *name, Store **ret) {
         if (!s)
                 return -ENOMEM;
         s->ckpt.wake_fd = -1;
+        s->sync.wake_fd = -1;
         r = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
         if (r != SQLITE_OK) {
                 r = store_sqlite_errno(r);
@@ -338,6 +339,9 @@ int store_open(int dir_fd, const char *name, Store **ret) {
         if (r < 0)
                 goto fail;
         r = checkpointer_start(s, path);
+        if (r < 0)
+                goto fail;
+        r = store_syncer_start(&s->sync, path);
         if (r < 0)
                 goto fail;
         if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (id, state, uid, seq, data, array_id) VALUES (?, ?, ?, ?, ?, ?)", -1,
@@ -360,6 +364,7 @@ Store *store_free(Store *s) {
         if (s->db)
                 sqlite3_wal_hook(s->db, NULL, NULL);
         checkpointer_stop(&s->ckpt);
+        store_syncer_stop(&s->sync);
         sqlite3_finalize(s->insert);
         sqlite3_finalize(s->update);
         sqlite3_close_v2(s->db);     /* the last connection: SQLite checkpoints what is left */
@@ -376,8 +381,10 @@ const char *store_instance_id(Store *s) {
 }
 
 json_t *store_to_json(Store *s) {
-        return json_pack("{s:s, s:I}", "instance", s->instance, "checkpoints",
-                         (json_int_t) atomic_load(&s->ckpt.done));
+        return json_pack("{s:s, s:I, s:I, s:I}", "instance", s->instance, "checkpoints",
+                         (json_int_t) atomic_load(&s->ckpt.done), "group_syncs",
+                         (json_int_t) atomic_load(&s->sync.syncs), "group_sync_failures",
+                         (json_int_t) atomic_load(&s->sync.failures));
 }
 
 static int run_write(sqlite3_stmt *st) {

@@ -24,7 +24,8 @@ int store_peek_schema(int dir_fd, const char *name, int *ret_version);
 int store_schema_version(Store *s);
 /* A random id made once per store (names the job cgroups, so two daemons never collide). */
 const char *store_instance_id(Store *s);
-/* For /v1/status: the instance id and how many WAL checkpoints the checkpoint thread ran. */
+/* For /v1/status: the instance id, how many WAL checkpoints the checkpoint thread ran, and how many group
+ * syncs (store-sync.c) ran and failed. */
 json_t *store_to_json(Store *s);
 
 /*
@@ -44,6 +45,9 @@ int store_insert(Store *s, const StoreJob *j);
 int store_update(Store *s, const StoreJob *j);
 /* store_insert() or store_update() whose commit is on disk when it returns (fsync), for a power cut. */
 int store_write_durable(Store *s, const StoreJob *j, bool insert);
+/* store_insert() or store_update() committed at once (it survives a crash of rtd), on disk within
+ * STORE_SYNC_BATCH_USEC plus one disk flush, which it shares with the other writes of that time (store-sync.c). */
+int store_write_synced_soon(Store *s, const StoreJob *j, bool insert);
 uint64_t store_max_id(Store *s);
 uint64_t store_max_seq(Store *s);
 

@@ -120,7 +120,9 @@ static long open_output(const WorkerStart *st, const char *suffix, const char *s
         long fd, r;
 
         snprintf(name, sizeof name, "%" PRIu64 ".%s", st->hdr.job_id, suffix);
-        if (passed >= 0 && rsys(SYS_renameat2, WORKER_FD_OUTPUT_DIR, spare, WORKER_FD_OUTPUT_DIR, name, 0) == 0)
+        /* No spare name: rtd gave the file its final name already (stderr, see take_output_spares()). */
+        if (passed >= 0 && (!*spare ||
+                            rsys(SYS_renameat2, WORKER_FD_OUTPUT_DIR, spare, WORKER_FD_OUTPUT_DIR, name, 0) == 0))
                 return passed;
         fd = rsys(SYS_openat, WORKER_FD_OUTPUT_DIR, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
                   0600);
@@ -278,9 +280,9 @@ typedef struct CloneArgs {
 
 /*
  * A child's area: its stack, and at the top its ChildArgs and a copy of the START it runs, so the worker
- * may take the next message at once. Held from the spawn until the child left the shared memory (its pipe
- * closed) or, for a child given up on, until it is reaped: a child that hangs in a FUSE request dies only
- * when the request ends, however it was killed.
+ * may take the next message at once. Held from the spawn until the job is reaped, or until the start
+ * deadline finds that the child left the shared memory (its pipe closed); a child given up on holds it until
+ * it is reaped: a child that hangs in a FUSE request dies only when the request ends, however it was killed.
  */
 #define AREA_SIZE (6UL << 20)   /* argv and env pointer arrays live on the stack: up to 256 KiB of strings */
 #define AREAS 4

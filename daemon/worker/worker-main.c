@@ -357,7 +357,7 @@ static ssize_t receive(Inbox *m) {
 
 int main(int argc, char **argv) {
         WorkerMsg ready = { .type = WMSG_READY };
-        struct pollfd p[3];
+        struct pollfd p[2];
         sigset_t chld;
 
         (void) argc;
@@ -391,13 +391,16 @@ int main(int argc, char **argv) {
         for (;;) {
                 int timeout = -1;
 
-                /* The starting child's pipe: only its end (POLLHUP) wakes us, not the steps written to it. */
-                p[2] = (struct pollfd){ .fd = job_steps, .events = 0 };
+                /*
+                 * The starting child's pipe is not watched: waking at its end (the exec) would preempt the job
+                 * on its CPU only to free the child's area, which the reap or the deadline does as well. At the
+                 * deadline, its end tells an exec in time from a hang.
+                 */
                 if (job_deadline) {
                         uint64_t now = now_us(CLOCK_MONOTONIC);
                         timeout = now >= job_deadline ? 0 : (int) ((job_deadline - now + 999) / 1000);
                 }
-                int n = poll(p, 3, timeout);
+                int n = poll(p, 2, timeout);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -409,10 +412,13 @@ int main(int argc, char **argv) {
                                 ;
                         reap();
                 }
-                if (job_steps >= 0 && p[2].fd == job_steps && (p[2].revents & (POLLHUP | POLLERR)))
-                        steps_done();
-                if (job_deadline && now_us(CLOCK_MONOTONIC) >= job_deadline)
-                        start_timed_out();
+                if (job_deadline && now_us(CLOCK_MONOTONIC) >= job_deadline) {
+                        struct pollfd end = { .fd = job_steps, .events = 0 };
+                        if (poll(&end, 1, 0) == 1 && (end.revents & (POLLHUP | POLLERR)))
+                                steps_done();           /* it exec'd (or died) in time */
+                        else
+                                start_timed_out();
+                }
                 if (!orphan && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
                         ssize_t r = receive(in);
                         if (r < 0 && (errno == EAGAIN || errno == EINTR))

@@ -35,7 +35,8 @@ typedef struct WorkerMsg {
  * (WORKER_START_CGROUP), its cgroup v1 cpuset directory, which the child joins before it runs anything of
  * the user's (WORKER_START_CPUSET, hybrid hosts), then its stdout and stderr files (WORKER_START_OUTPUT): files rtd made ahead of
  * time as spare_stdout/spare_stderr in the output dir, already the user's, which the child renames to
- * <id>.stdout/.stderr. rtd does that work on its own CPU, so the reserved one only forks and execs.
+ * <id>.stdout/.stderr (an empty spare name: the file has its final name already). rtd does that work on its
+ * own CPU, so the reserved one only forks and execs.
  */
 #define WORKER_START_CGROUP 0x1
 #define WORKER_START_OUTPUT 0x2

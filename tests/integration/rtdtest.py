@@ -393,9 +393,15 @@ def parse_http(raw):
     return status, headers, body
 
 
+def as_user(cmd, user):
+    """cmd run as user (with the user's groups), or as it is when user is None."""
+    if user is None:
+        return cmd
+    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *cmd]
+
+
 def run(cmd, user=None, check=None, input=None, timeout=60, env=None):
-    if user is not None:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *cmd]
+    cmd = as_user(cmd, user)
     p = subprocess.run(cmd, capture_output=True, text=True, input=input, timeout=timeout, env=env)
     if check is not None and p.returncode != check:
         raise AssertionError(f"{cmd} exited {p.returncode}, expected {check}\nstdout: {p.stdout}\n"
@@ -457,3 +463,37 @@ def run_tests(name=None):
     if passed == 0 and skipped:
         sys.exit(77)
     sys.exit(0)
+
+
+def run_pty(cmd, user=None, env=None, timeout=60):
+    """cmd with its stderr on a pseudo-terminal and its stdout a pipe, as a person at a terminal who pipes the
+    output somewhere: (exit code, stdout text, every byte the terminal got, as text)."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    p = subprocess.Popen(as_user(cmd, user), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
+                         env=env)
+    os.close(slave)
+    tty = b""
+    end = time.time() + timeout
+    try:
+        while time.time() < end:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:         # EIO: the last holder of the terminal's other end is gone
+                    break
+                if not chunk:
+                    break
+                tty += chunk
+            elif p.poll() is not None:
+                break
+        else:
+            p.kill()
+            p.wait()
+            raise AssertionError(f"{cmd} did not end within {timeout} s; the terminal got {tty!r}")
+        out = p.stdout.read().decode()
+        return p.wait(timeout), out, tty.decode(errors="replace")
+    finally:
+        os.close(master)
+        p.stdout.close()

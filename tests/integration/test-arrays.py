@@ -8,12 +8,13 @@ malformed --each files) creates nothing, and arrays survive an rtd restart. rtd 
 PID namespace. Needs root and 2 CPUs; holds /tmp/rtd-knobs.lock while it runs."""
 import os
 import pwd
+import re
 import subprocess
 import tempfile
 import time
 
-from rtdtest import (RTCTL, SubmitGroupRtd, TestUser, api, assert_refusal, knob_lock, n_jobs, output, run_tests, test,
-                     uapi)
+from rtdtest import (RTCTL, SubmitGroupRtd, TestUser, api, assert_refusal, knob_lock, n_jobs, output, run_pty,
+                     run_tests, test, uapi)
 
 GROUP = "rtdarrgrp"
 
@@ -177,6 +178,38 @@ def max_running_and_restart():
         ts = tasks(rtd, a["id"])
         spans = sorted((t["started_at"], t["ended_at"]) for t in ts)
         assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1)), spans
+
+
+@test
+def progress_bar_on_a_terminal_only():
+    """--wait draws a progress bar on stderr when it is a terminal (done, failed, running, rate, ETA), and
+    nothing of it when stderr is a pipe; the summary on stdout is the same either way."""
+    with TestUser("rtdarr-u6", groups=[GROUP]) as u, ArrayRtd() as rtd:
+        # One task at a time, each long enough that the bar is drawn between two ends: rate and ETA appear.
+        args = ["submit", "-E", "--wait", "--max-running", "1", "--array", "0-5", "--array-subst", "--",
+                "/bin/sh", "-c", "sleep 0.3; exit $(( {} == 2 ? 4 : 0 ))"]
+        cmd = [RTCTL, "--socket", rtd.socket, *args]
+        rc, out, tty = run_pty(cmd, user=u.name, env={**ENV, "NO_COLOR": "1"})
+        assert rc == 4, (rc, out, tty)
+        frames = [f for f in re.split(r"\r\x1b\[K|\r?\n", tty) if f.startswith("[")]
+        bar = r"\[[#.]{40}\] (\d+)/6 done, (\d+) failed, (\d+) running, (\d+)/s"
+        parsed = [re.match(bar, f) for f in frames]
+        assert frames and all(parsed), tty
+        # while it ran: one task running, a rate and an ETA once a task has ended
+        assert any(m.group(3) == "1" for m in parsed), frames
+        assert any(", ETA " in f and int(m.group(4)) > 0 for f, m in zip(frames, parsed)), frames
+        # the last frame: everything ended, the failure counted, the bar full, no ETA left
+        last = parsed[-1]
+        assert (last.group(1), last.group(2), last.group(3)) == ("5", "1", "0"), frames[-1]
+        assert frames[-1].startswith("[" + "#" * 40 + "]") and "ETA" not in frames[-1], frames[-1]
+        assert "5 of 6 succeeded, 1 failed" in out and "first failure: index 2" in out, out
+        assert "\x1b" not in out and "#" not in out, out        # the bar never goes to stdout
+        # stderr a pipe: the same wait, the same summary, no bar
+        p = uctl(rtd, u, *args)
+        assert p.returncode == 4, (p.returncode, p.stdout, p.stderr)
+        assert "5 of 6 succeeded, 1 failed" in p.stdout, p.stdout
+        for s in (p.stdout, p.stderr):
+            assert "\r" not in s and "\x1b" not in s and "ETA" not in s and "done," not in s, (p.stdout, p.stderr)
 
 
 if __name__ == "__main__":

@@ -241,6 +241,40 @@ static void test_checkpoints_while_open(void **state) {
         store_free(s);
 }
 
+/*
+ * Writes that must be on disk soon, not each at once (an array's task starts): they are committed at once and
+ * share their disk flushes (store-sync.c). 200 of them in a row end up on disk with far fewer flushes than
+ * writes, and the store's status counts those flushes.
+ */
+static void test_group_sync(void **state) {
+        T *t = *state;
+        Store *s = NULL;
+        json_int_t syncs = 0;
+
+        assert_int_equal(store_open(t->fd, "jobs.db", &s), 0);
+        for (uint64_t i = 1; i <= 200; i++) {
+                json_t *d = json_pack("{s:I}", "id", (json_int_t) i);
+                StoreJob j = { .id = i, .state = "starting", .seq = i, .data = d, .array_id = 1 };
+                assert_int_equal(store_write_synced_soon(s, &j, true), 0);
+                json_decref(d);
+        }
+        /* committed at once: readable before any flush */
+        assert_int_equal(store_max_id(s), 200);
+        for (int i = 0; i < 100 && syncs == 0; i++) {
+                nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
+                json_t *st = store_to_json(s);
+                syncs = json_integer_value(json_object_get(st, "group_syncs"));
+                assert_int_equal(json_integer_value(json_object_get(st, "group_sync_failures")), 0);
+                json_decref(st);
+        }
+        assert_true(syncs >= 1);
+        assert_true(syncs <= 50);       /* a batch gathers for 0.1 s: one flush for many writes, not one each */
+        store_free(s);
+        assert_int_equal(store_open(t->fd, "jobs.db", &s), 0);
+        assert_int_equal(store_max_id(s), 200);
+        store_free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_create_write_read, setup, teardown),
@@ -248,6 +282,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_peek_schema, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_checkpoints_while_open, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_group_sync, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
