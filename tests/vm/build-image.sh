@@ -14,13 +14,18 @@ CACHE=${1:-${RTD_VM_CACHE:-/var/cache/rtd-tests/vm}}
 MIRROR=${MIRROR:-$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 [ -n "$MIRROR" ] || MIRROR=$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
 [ -n "$MIRROR" ] || MIRROR=http://deb.debian.org/debian
-IMG_SIZE=1536M          # sparse; the tree is ~0.7 GB
+IMG_SIZE=2048M          # sparse; the tree is ~0.8 GB
 
 # systemd/dbus/udev: PID 1 and sd-bus; linux-image-amd64: 6.1 with BTF; the lib* packages are what
 # rtd and rtctl are linked against on the (Debian 12) build host; jq/curl: checks of the JSON API.
 PACKAGES=systemd,systemd-sysv,dbus,udev,kmod,iproute2,procps,util-linux,passwd,linux-image-amd64
 PACKAGES+=,initramfs-tools,libsystemd0,libmicrohttpd12,libjansson4,libcurl4,libsqlite3-0,libbpf1
 PACKAGES+=,libelf1,zlib1g,jq,curl,bpftool
+# The two-node Slurm cluster (run-vm-slurm.sh): Debian 12's Slurm 22.05 and munge, and a Prometheus that
+# scrapes both nodes' rtd (the SPANK plugin comes with rtd's build over the payload share). Disabled
+# below: only that test starts them.
+PACKAGES+=,slurmd,slurmctld,slurm-client,munge,prometheus
+SLURM_UNITS="slurmd.service slurmctld.service munge.service prometheus.service"
 
 log() { echo "[build-image $(date +%T)] $*" >&2; }
 
@@ -79,6 +84,9 @@ for u in serial-getty@ttyS0.service getty@tty1.service apt-daily.timer apt-daily
          man-db.timer dpkg-db-backup.timer; do
         ln -sf /dev/null "$ROOTFS/etc/systemd/system/$u"
 done
+
+chroot "$ROOTFS" systemctl disable $SLURM_UNITS >/dev/null 2>&1 || true
+rm -f "$ROOTFS/etc/munge/munge.key"     # each run brings one key for all its nodes
 
 # The in-guest entry point comes from the payload share, so a change of the tests never
 # rebuilds the image. The unit powers the guest off whatever happens.
