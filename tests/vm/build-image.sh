@@ -40,7 +40,7 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9
 
-if [ -f "$OUT/complete" ] && [ -s "$OUT/rootfs.ext4" ] && [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ]; then
+if [ -f "$OUT/complete" ] && [ -s "$OUT/rootfs.ext4" ] && [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ] && [ -s "$OUT/initrd-bpo.img" ]; then
         log "cached image $OUT (built $(cat "$OUT/complete"))"
         echo "$OUT"
         exit 0
@@ -86,6 +86,21 @@ for u in serial-getty@ttyS0.service getty@tty1.service apt-daily.timer apt-daily
 done
 
 chroot "$ROOTFS" systemctl disable $SLURM_UNITS >/dev/null 2>&1 || true
+# A second kernel, for the Slurm guests: rtd's BPF collector does not load on Debian 12's 6.1 (EINVAL; rtd
+# falls back to procfs, which has no intrusion accounting), it does on bookworm-backports' kernel. The
+# first kernel stays the 6.1 of the other VM tests.
+KVER=$(ls "$ROOTFS/lib/modules" | head -1)
+echo "deb $MIRROR bookworm-backports main" >"$ROOTFS/etc/apt/sources.list.d/backports.list"
+cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf" 2>/dev/null || true
+log "kernel from bookworm-backports"
+if ! { chroot "$ROOTFS" apt-get update -q && DEBIAN_FRONTEND=noninteractive chroot "$ROOTFS" apt-get install -y -q \
+        --no-install-recommends -t bookworm-backports linux-image-amd64; } >"$TMP/backports.log" 2>&1; then
+        tail -20 "$TMP/backports.log" >&2
+        log "installing the backports kernel failed"
+        exit 1
+fi
+rm -f "$ROOTFS/etc/apt/sources.list.d/backports.list"
+
 rm -f "$ROOTFS/etc/munge/munge.key"     # each run brings one key for all its nodes
 
 # The in-guest entry point comes from the payload share, so a change of the tests never
@@ -114,15 +129,18 @@ ln -sf /etc/systemd/system/rtd-vmtest.service \
 
 rm -rf "$ROOTFS"/usr/share/{doc,man,info,locale}/* "$ROOTFS"/var/cache/apt/archives/*.deb \
         "$ROOTFS"/var/lib/apt/lists/* || true
-KVER=$(ls "$ROOTFS/lib/modules" | head -1)
+KBPO=$(ls "$ROOTFS/lib/modules" | grep -vxF "$KVER" | head -1) || true
+[ -n "$KBPO" ] || { log "no backports kernel in $ROOTFS/lib/modules"; exit 1; }
 chroot "$ROOTFS" update-initramfs -u -k "$KVER" >"$TMP/initramfs.log" 2>&1 || {
         tail -20 "$TMP/initramfs.log" >&2; log "update-initramfs failed"; exit 1; }
 
 mkdir -p "$TMP/out"
 cp "$ROOTFS/boot/vmlinuz-$KVER" "$TMP/out/vmlinuz"
 cp "$ROOTFS/boot/initrd.img-$KVER" "$TMP/out/initrd.img"
+cp "$ROOTFS/boot/vmlinuz-$KBPO" "$TMP/out/vmlinuz-bpo"
+cp "$ROOTFS/boot/initrd.img-$KBPO" "$TMP/out/initrd-bpo.img"
 mkfs.ext4 -q -F -L rtdvm -d "$ROOTFS" "$TMP/out/rootfs.ext4" "$IMG_SIZE" >&2
-echo "$(date -u +%FT%TZ) kernel=$KVER build_s=$(( $(date +%s) - T0 )) rootfs=$(du -sh "$ROOTFS" | cut -f1)" \
+echo "$(date -u +%FT%TZ) kernel=$KVER kernel_bpo=$KBPO build_s=$(( $(date +%s) - T0 )) rootfs=$(du -sh "$ROOTFS" | cut -f1)" \
         >"$TMP/out/complete"
 mv "$TMP/out" "$OUT"
 rm -rf "$TMP"

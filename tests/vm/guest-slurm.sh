@@ -87,6 +87,9 @@ printf '[Socket]\nListenStream=\nListenStream=%s:9477\n' "$IP" >/run/systemd/sys
 systemctl daemon-reload
 timeout 300 systemctl start rtd.socket rtd-metrics.socket rtd.service
 check "rtd.service runs (build $RTD_HOST_COMMIT)" "$(systemctl is-active rtd.service)" 'systemctl is-active -q rtd.service'
+# The per-step intrusion figures need the BPF collector (the procfs fallback has no intrusion accounting).
+bpf=$(curl -s -m 30 "http://$IP:9477/metrics" | awk '$1 == "rtd_bpf_enabled" {print $2}')
+check "rtd's BPF collector is attached (kernel $(uname -r))" "rtd_bpf_enabled ${bpf:-missing}" '[ "$bpf" = 1 ]'
 
 # An ordinary task on every CPU: rtd must move it off a leased CPU and give it back.
 systemd-run --quiet --unit=rtdvm-hog sleep 100000
@@ -193,10 +196,13 @@ check "both slurmd registered and idle" "$st" '[ "$st" = "n1=idle n2=idle " ]'
 sec "srun --rt=60 -N2"
 before=$(usrun -N2 -n2 --ntasks-per-node=1 bash "$PAY/guest-entry.sh" snap before 2>&1)
 OUT=/tmp/rt-step.out
-usrun_bg $OUT -N2 -n2 --ntasks-per-node=1 -c2 --rt=60 --cpu-bind=map_cpu:$LEASED bash -c "$PROBE" 25 0
+usrun_bg $OUT -N2 -n2 --ntasks-per-node=1 -c2 --rt=60 --cpu-bind=map_cpu:$LEASED bash -c "$PROBE" 20 0
 if wait_lines $OUT '^SNAP .*phase=during' 2 240; then
         lease1=$(curl -s -m 20 http://10.77.0.1:9477/metrics | grep '^rtd_lease_active{')
         lease2=$(curl -s -m 20 http://10.77.0.2:9477/metrics | grep '^rtd_lease_active{')
+        # An intruder on n2 only: a root task pinned onto the leased CPU for 4 s (until it ends or rtd's drift
+        # check moves it); n2's intrusion series must show it, n1's must not.
+        timeout 120 srun -w n2 -n1 taskset -c $LEASED timeout 4 sh -c 'while :; do :; done'
 fi
 wait "$SRUN_PID"; rc=$?
 cat $OUT
@@ -244,6 +250,9 @@ figure "PromQL up{job=\"rtd\"}: $up"
 check "Prometheus scrapes both nodes' rtd over the link" "$up" '[ "$up" = "n1=1 n2=1" ]'
 check "PromQL gives the step's intrusion seconds and IRQ counts for both nodes" "intrusion $intr; hardirqs $hirq" \
         '[[ $intr == n1=*" n2="* ]] && [[ $hirq == n1=*" n2="* ]]'
+i1=$(sed -n 's/.*n1=\([^ ]*\).*/\1/p' <<<"$intr") i2=$(sed -n 's/.*n2=\([^ ]*\).*/\1/p' <<<"$intr")
+check "n2's intrusion series shows the 4 s intruder, n1's does not" "n1=$i1 s, n2=$i2 s" \
+        'awk -v a="$i1" -v b="$i2" "BEGIN {exit !(b >= 1 && b - a >= 1)}"'
 
 sec "a failing step"
 out=$(usrun -N2 -n2 --ntasks-per-node=1 -c2 --rt=40 --cpu-bind=map_cpu:$LEASED bash -c "$PROBE" 1 3 2>&1); rc=$?
@@ -269,7 +278,7 @@ check "the cancelled step's leases go on both nodes" "" 'leases_gone 60'
 
 sec "overlapping steps"
 OUT=/tmp/overlap-a.out
-usrun_bg $OUT -N2 -n2 --ntasks-per-node=1 -c2 --rt=50 --cpu-bind=map_cpu:$LEASED bash -c "$PROBE" 20 0
+usrun_bg $OUT -N2 -n2 --ntasks-per-node=1 -c2 --rt=50 --cpu-bind=map_cpu:$LEASED bash -c "$PROBE" 12 0
 wait_lines $OUT '^SNAP .*phase=during' 2 240
 STEP_A=$(sed -n 's/.*PROBE .*step=\([0-9.]*\).*/\1/p' $OUT | head -1)
 b=$(usrun -w n2 -n1 -c2 --rt=50 --cpu-bind=map_cpu:$LEASED bash -c 'echo RAN' 2>&1); brc=$?
@@ -282,8 +291,10 @@ check "the first step runs on to its end" "srun rc=$arc" '[ $arc = 0 ] && [ "$(g
 check "its leases go on both nodes" "" 'leases_gone 60'
 
 sec "how each node's rtd saw the leases end"
+# One srun (each costs seconds here) also stops rtd on n2 for the next case.
 ends=$(timeout 300 srun -N2 -n2 --ntasks-per-node=1 bash -c 'echo "LEASES $(hostname) $(curl -s -m 20 --unix-socket /run/rtd/rtd.sock http://rtd/v1/leases |
-        jq -c "[.leases[] | select(.state != \"active\") | {owner, end_reason}]")"' 2>&1)
+        jq -c "[.leases[] | select(.state != \"active\") | {owner, end_reason}]")"
+        [ "$(hostname)" = n1 ] || systemctl stop rtd.service rtd.socket rtd-metrics.socket' 2>&1)
 echo "$ends"
 for n in n1 n2; do
         e=$(grep "^LEASES $n " <<<"$ends")
@@ -295,8 +306,7 @@ for n in n1 n2; do
         check "$n: each step's lease ended by the plugin's DELETE (end, failure, scancel)" "${e#LEASES }" '[ $ok = 1 ]'
 done
 
-sec "a node without rtd"
-timeout 300 srun -w n2 -n1 systemctl stop rtd.service rtd.socket rtd-metrics.socket
+sec "a node without rtd (stopped on n2 above)"
 t0=$(date +%s)
 out=$(usrun -N2 -n2 --ntasks-per-node=1 --rt=60 bash -c 'echo RAN on $(hostname)' 2>&1); rc=$?
 took=$(( $(date +%s) - t0 ))

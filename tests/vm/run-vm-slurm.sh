@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The two-node Slurm cluster test (issue 16 point 3, suite `vm`): two QEMU TCG guests of the cached vm image
-# (`-smp 2 -m 1G` each, snapshot=on) linked by a private socket netdev, each with munged, slurmd and the rtd of
+# (its bookworm-backports kernel, on which rtd's BPF collector loads; `-smp 2 -m 1G` each, snapshot=on) linked by a private socket netdev, each with munged, slurmd and the rtd of
 # this build (with the SPANK plugin); n1 also runs slurmctld and Prometheus. tests/vm/guest-slurm.sh runs the
 # cases in the guests; this prints one line per check, the PromQL figures and knob snapshots, and
 # "N passed, N failed, N skipped".
@@ -71,7 +71,7 @@ boot() {        # boot NODE NETDEV-ARGS
         timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 \
                 -accel tcg,thread=multi -cpu max,vendor=GenuineIntel -m 1G -smp 2 \
                 -machine q35 -display none -no-reboot -nodefaults -serial "file:$WORK/serial-$n.log" \
-                -kernel "$IMGDIR/vmlinuz" -initrd "$IMGDIR/initrd.img" \
+                -kernel "$IMGDIR/vmlinuz-bpo" -initrd "$IMGDIR/initrd-bpo.img" \
                 -append "console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 panic=-1 loglevel=4 rtdvm.node=$n" \
                 -drive file="$IMGDIR/rootfs.ext4",format=raw,if=virtio,cache=unsafe,snapshot=on \
                 -netdev "socket,id=link,$2" -device "virtio-net-pci,netdev=link,mac=52:54:00:72:74:0${n#n}" \
