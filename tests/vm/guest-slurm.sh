@@ -205,8 +205,8 @@ usrun_bg $OUT -N2 -n2 --ntasks-per-node=1 -c2 --rt=60 --cpu-bind=map_cpu:$LEASED
 if wait_lines $OUT '^SNAP .*phase=during' 2 240; then
         lease1=$(curl -s -m 20 http://10.77.0.1:9477/metrics | grep '^rtd_lease_active{')
         lease2=$(curl -s -m 20 http://10.77.0.2:9477/metrics | grep '^rtd_lease_active{')
-        # An intruder on n2 only: a root task pinned onto the leased CPU for 4 s (until it ends or rtd's drift
-        # check moves it); n2's intrusion series must show it, n1's must not.
+        # An intruder on n2 only: a root task pinned onto the leased CPU for 4 s (the drift check, every 60 s
+        # here, does not move it first); n2's intrusion series must show it, n1's must not.
         timeout 120 srun -w n2 -n1 taskset -c $LEASED timeout 4 sh -c 'while :; do :; done'
 fi
 wait "$SRUN_PID"; rc=$?
@@ -232,7 +232,8 @@ for n in n1 n2; do
         check "$n: an ordinary task is moved off CPU $LEASED during the step and back after" "$hb -> $hd -> $ha" \
                 '[ "$hb" = 0-1 ] && [ "$hd" = 0 ] && [ "$ha" = 0-1 ]'
         ib=$(field $n irqs_with_cpu$LEASED "$b") id=$(field $n irqs_with_cpu$LEASED "$d")
-        # Left on CPU 1: managed IRQs (a virtio queue per CPU), which nobody may move.
+        # Left on CPU 1: IRQs the kernel refuses to move (here the timer, the cascade and a virtio queue's
+        # managed IRQ: rtd logs "Permission denied" for each); named from n1's /proc/interrupts (same machine).
         left=$(for q in ${id//,/ }; do echo -n "$q:$(awk -v q="$q:" '$1 == q {print $NF}' /proc/interrupts) "; done)
         check "$n: movable IRQs are moved off CPU $LEASED during the step" \
                 "IRQs with CPU $LEASED before: ${ib:-none}; during: ${id:-none} ${left:+(${left% })}" \
