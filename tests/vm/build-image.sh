@@ -14,13 +14,18 @@ CACHE=${1:-${RTD_VM_CACHE:-/var/cache/rtd-tests/vm}}
 MIRROR=${MIRROR:-$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 [ -n "$MIRROR" ] || MIRROR=$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
 [ -n "$MIRROR" ] || MIRROR=http://deb.debian.org/debian
-IMG_SIZE=1536M          # sparse; the tree is ~0.7 GB
+IMG_SIZE=2048M          # sparse; the tree is ~0.8 GB
 
 # systemd/dbus/udev: PID 1 and sd-bus; linux-image-amd64: 6.1 with BTF; the lib* packages are what
 # rtd and rtctl are linked against on the (Debian 12) build host; jq/curl: checks of the JSON API.
 PACKAGES=systemd,systemd-sysv,dbus,udev,kmod,iproute2,procps,util-linux,passwd,linux-image-amd64
 PACKAGES+=,initramfs-tools,libsystemd0,libmicrohttpd12,libjansson4,libcurl4,libsqlite3-0,libbpf1
 PACKAGES+=,libelf1,zlib1g,jq,curl,bpftool
+# The two-node Slurm cluster (run-vm-slurm.sh): Debian 12's Slurm 22.05 and munge, and a Prometheus that
+# scrapes both nodes' rtd (the SPANK plugin comes with rtd's build over the payload share). Disabled
+# below: only that test starts them.
+PACKAGES+=,slurmd,slurmctld,slurm-client,munge,prometheus
+SLURM_UNITS="slurmd.service slurmctld.service munge.service prometheus.service"
 
 log() { echo "[build-image $(date +%T)] $*" >&2; }
 
@@ -35,7 +40,7 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9
 
-if [ -f "$OUT/complete" ] && [ -s "$OUT/rootfs.ext4" ] && [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ]; then
+if [ -f "$OUT/complete" ] && [ -s "$OUT/rootfs.ext4" ] && [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ] && [ -s "$OUT/initrd-bpo.img" ]; then
         log "cached image $OUT (built $(cat "$OUT/complete"))"
         echo "$OUT"
         exit 0
@@ -80,6 +85,24 @@ for u in serial-getty@ttyS0.service getty@tty1.service apt-daily.timer apt-daily
         ln -sf /dev/null "$ROOTFS/etc/systemd/system/$u"
 done
 
+chroot "$ROOTFS" systemctl disable $SLURM_UNITS >/dev/null 2>&1 || true
+# A second kernel, for the Slurm guests: rtd's BPF collector does not load on Debian 12's 6.1 (EINVAL; rtd
+# falls back to procfs, which has no intrusion accounting), it does on bookworm-backports' kernel. The
+# first kernel stays the 6.1 of the other VM tests.
+KVER=$(ls "$ROOTFS/lib/modules" | head -1)
+echo "deb $MIRROR bookworm-backports main" >"$ROOTFS/etc/apt/sources.list.d/backports.list"
+cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf" 2>/dev/null || true
+log "kernel from bookworm-backports"
+if ! { chroot "$ROOTFS" apt-get update -q && DEBIAN_FRONTEND=noninteractive chroot "$ROOTFS" apt-get install -y -q \
+        --no-install-recommends -t bookworm-backports linux-image-amd64; } >"$TMP/backports.log" 2>&1; then
+        tail -20 "$TMP/backports.log" >&2
+        log "installing the backports kernel failed"
+        exit 1
+fi
+rm -f "$ROOTFS/etc/apt/sources.list.d/backports.list"
+
+rm -f "$ROOTFS/etc/munge/munge.key"     # each run brings one key for all its nodes
+
 # The in-guest entry point comes from the payload share, so a change of the tests never
 # rebuilds the image. The unit powers the guest off whatever happens.
 cat >"$ROOTFS/etc/systemd/system/rtd-vmtest.service" <<'EOF'
@@ -106,15 +129,18 @@ ln -sf /etc/systemd/system/rtd-vmtest.service \
 
 rm -rf "$ROOTFS"/usr/share/{doc,man,info,locale}/* "$ROOTFS"/var/cache/apt/archives/*.deb \
         "$ROOTFS"/var/lib/apt/lists/* || true
-KVER=$(ls "$ROOTFS/lib/modules" | head -1)
+KBPO=$(ls "$ROOTFS/lib/modules" | grep -vxF "$KVER" | head -1) || true
+[ -n "$KBPO" ] || { log "no backports kernel in $ROOTFS/lib/modules"; exit 1; }
 chroot "$ROOTFS" update-initramfs -u -k "$KVER" >"$TMP/initramfs.log" 2>&1 || {
         tail -20 "$TMP/initramfs.log" >&2; log "update-initramfs failed"; exit 1; }
 
 mkdir -p "$TMP/out"
 cp "$ROOTFS/boot/vmlinuz-$KVER" "$TMP/out/vmlinuz"
 cp "$ROOTFS/boot/initrd.img-$KVER" "$TMP/out/initrd.img"
+cp "$ROOTFS/boot/vmlinuz-$KBPO" "$TMP/out/vmlinuz-bpo"
+cp "$ROOTFS/boot/initrd.img-$KBPO" "$TMP/out/initrd-bpo.img"
 mkfs.ext4 -q -F -L rtdvm -d "$ROOTFS" "$TMP/out/rootfs.ext4" "$IMG_SIZE" >&2
-echo "$(date -u +%FT%TZ) kernel=$KVER build_s=$(( $(date +%s) - T0 )) rootfs=$(du -sh "$ROOTFS" | cut -f1)" \
+echo "$(date -u +%FT%TZ) kernel=$KVER kernel_bpo=$KBPO build_s=$(( $(date +%s) - T0 )) rootfs=$(du -sh "$ROOTFS" | cut -f1)" \
         >"$TMP/out/complete"
 mv "$TMP/out" "$OUT"
 rm -rf "$TMP"

@@ -19,6 +19,7 @@ TIMEOUT=${RTD_VM_TIMEOUT:-2400}
 SMP=8,sockets=2,cores=2,threads=2
 
 log() { echo "[vm $(date +%T)] $*" >&2; }
+. "$HERE/stage-payload.sh"
 skip_all() { echo "SKIP: $*"; echo "0 passed, 0 failed, 1 skipped"; exit 77; }
 
 [ -n "$BUILD" ] && [ -d "$BUILD" ] || { echo "usage: $0 BUILD_DIR (or RTD_BUILD_DIR)" >&2; exit 2; }
@@ -53,37 +54,9 @@ log "image ready in ${T_IMAGE}s: $IMGDIR"
 PAY=$WORK/payload
 RES=$WORK/results
 mkdir -p "$PAY/stage" "$RES"
-if ! meson install -C "$BUILD" --no-rebuild --quiet --destdir "$PAY/stage" >"$WORK/install.log" 2>&1; then
-        log "meson install failed (see below); copying the binaries instead"
-        tail -5 "$WORK/install.log" >&2
-fi
-# Whatever `meson install` did, the binaries of this build dir are what is tested.
-# Where this build installs (the guest needs the paths; rtd's default config is under sysconfdir).
-eval "$(meson introspect --buildoptions "$BUILD" 2>/dev/null | /usr/bin/python3 -c '
-import json, shlex, sys
-opts = {o["name"]: o["value"] for o in json.load(sys.stdin)}
-for k in ("prefix", "bindir", "sbindir", "libexecdir", "sysconfdir"):
-        print("%s=%s" % (k.upper(), shlex.quote(str(opts.get(k, "")))))
-' 2>/dev/null)"
-PREFIX=${PREFIX:-/usr/local}
-case "${SYSCONFDIR:-etc}" in /*) ;; *) SYSCONFDIR=$PREFIX/${SYSCONFDIR:-etc} ;; esac
-[ "$SYSCONFDIR" = /usr/etc ] && SYSCONFDIR=/etc     # meson's special case for prefix /usr
-case "${BINDIR:-bin}" in /*) ;; *) BINDIR=$PREFIX/${BINDIR:-bin} ;; esac
-case "${SBINDIR:-sbin}" in /*) ;; *) SBINDIR=$PREFIX/${SBINDIR:-sbin} ;; esac
-case "${LIBEXECDIR:-libexec}" in /*) ;; *) LIBEXECDIR=$PREFIX/${LIBEXECDIR:-libexec} ;; esac
-for b in daemon/rtd:$SBINDIR daemon/rtd-worker:$LIBEXECDIR/rtd client/rtctl:$BINDIR; do
-        f=$BUILD/${b%%:*}; d=$PAY/stage${b#*:}
-        if [ -x "$f" ]; then mkdir -p "$d"; cp -f "$f" "$d/"; else log "not built: $f"; fi
-done
+stage_payload "$BUILD" "$PAY" "$SRC"
 install -m 0755 "$HERE/guest-tests.sh" "$PAY/guest-entry.sh"
 install -m 0644 "$HERE/guest-crash.sh" "$PAY/guest-crash.sh"
-cat >"$PAY/env" <<EOF
-RTD_BIN=$SBINDIR/rtd
-RTCTL_BIN=$BINDIR/rtctl
-RTD_SYSCONFDIR=$SYSCONFDIR
-RTD_HOST_COMMIT=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)
-EOF
-log "payload: $(cd "$PAY/stage" && find . -type f | sed 's|^\.||' | tr '\n' ' ')"
 
 # --- 3. boot ---
 # snapshot=on: the cached image is never written; every run boots the same pristine guest.
