@@ -59,29 +59,64 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
 }
 
 /*
- * The intruder the CPU names left without a sched_switch event reaching us (the tracepoint stays silent for
- * some switches, and rtd's program misses a few more around idle: docs/metrics.md). Its CPU time since the
- * last fold is still exact if it has not been switched in anywhere since (sched_info.pcount unchanged) or has
- * not migrated (se.nr_migrations unchanged): then all of its sum_exec_runtime growth happened here. Otherwise
- * that slice is lost, and counted.
+ * The intruder the CPU names left without a sched_switch event reaching us. On this kernel (6.18, a
+ * Firecracker guest) that is every switch away from a thread of the VM's PID 1: the tracepoint never fires
+ * for them, for ftrace and BPF alike, though the runqueue's nr_switches counts them (docs/metrics.md). Its
+ * CPU time since the last fold is still exact if it has not been switched in anywhere since
+ * (sched_info.pcount unchanged) or has not migrated (se.nr_migrations unchanged): then all of its
+ * sum_exec_runtime growth happened here. Else it was moved away before it ran elsewhere, and
+ * intruder_left() noted its runtime at that moment. Only when neither holds is the slice lost, and counted.
  */
 static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
         struct task_struct *x;
+        __u32 left;
 
         if (!c->cur_intruder || !c->cur_pid || !bpf_task_from_pid) {
                 c->unrecovered += c->cur_intruder;
                 return;
         }
         x = bpf_task_from_pid(c->cur_pid);
-        if (!x) {
-                c->unrecovered++;
+        if (x && x->start_time == c->cur_start_time &&
+            ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
+             x->se.nr_migrations == c->cur_migrations)) {
+                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime);
+                bpf_task_release(x);
                 return;
         }
-        if (x->start_time == c->cur_start_time &&
-            ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
-             x->se.nr_migrations == c->cur_migrations))
-                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime);
-        else
+        if (x)
+                bpf_task_release(x);
+        left = c->left_pid;
+        barrier();              /* left_pid is written last (intruder_left): read it first */
+        /* A note of an earlier slice of the same task (moved away after recover() was done) is at most
+         * where this slice started. */
+        if (left == c->cur_pid && c->left_start_time == c->cur_start_time &&
+            c->left_runtime >= c->cur_start_runtime) {
+                intruder_fold(c, cpu, c->cur_pid, c->left_runtime);
+                c->left_pid = 0;
+        } else
                 c->unrecovered++;
-        bpf_task_release(x);
+}
+
+/*
+ * p leaves CPU orig for another (sched_migrate_task, on whichever CPU moves it). A task is never moved
+ * while it runs, so if orig still names p as its running intruder, p's switch-out there was never
+ * reported, and p has not run since (its pcount or migrations as at its switch-in there): its
+ * sum_exec_runtime now is exactly where its slice on orig ended. Noted for recover() on orig, which
+ * alone adds to orig's figures; p may run elsewhere before orig's next event.
+ */
+static __always_inline void intruder_left(bool btf, struct task_struct *p, __u32 pid, __u32 orig) {
+        struct rtd_cpu *c;
+
+        if (!cpu_reserved(orig))
+                return;
+        c = cpu_get(orig);
+        if (!c || !c->cur_intruder || c->cur_pid != pid || c->cur_start_time != TREAD(btf, p, start_time))
+                return;
+        if (!((c->cur_arrivals && TREAD(btf, p, sched_info.pcount) == c->cur_arrivals) ||
+              TREAD(btf, p, se.nr_migrations) == c->cur_migrations))
+                return;
+        c->left_start_time = c->cur_start_time;
+        c->left_runtime = TREAD(btf, p, se.sum_exec_runtime);
+        barrier();
+        c->left_pid = pid;
 }

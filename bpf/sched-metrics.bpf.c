@@ -486,6 +486,7 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest)
 
         if (!pid || orig == (__u32) dest)
                 return 0;
+        intruder_left(btf, p, pid, orig);
         if (guard_on) {
                 /* A waiter moved by the load balancer waits on the new CPU (a waking task is noted at
                  * sched_wakeup, after this: only queued tasks, TASK_RUNNING, are noted here). */
