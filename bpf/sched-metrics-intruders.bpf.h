@@ -11,6 +11,7 @@ static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cp
         struct rtd_intruder *v;
 
         c->cur_intruder = 1;
+        c->cur_task = (__u64) t;
         c->cur_start_time = k.start_time;
         c->cur_migrations = TREAD(btf, t, se.nr_migrations);
         c->cur_start_runtime = start_runtime;
@@ -68,23 +69,21 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
  * intruder_left() noted its runtime at that moment. Only when neither holds is the slice lost, and counted.
  */
 static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
-        struct task_struct *x;
+        struct task_struct *x = (struct task_struct *) c->cur_task;
         __u32 left;
 
-        if (!c->cur_intruder || !c->cur_pid || !bpf_task_from_pid) {
-                c->unrecovered += c->cur_intruder;
+        if (!c->cur_intruder || !c->cur_pid)
+                return;
+        /* Read through the pointer noted at its switch-in, not by pid: this kernel's pid lookup
+         * (bpf_task_from_pid) does not find the very threads whose switch-outs go unreported (PID 1's).
+         * Not a reference: the reads are fault-safe, and a task_struct freed and reused since is told
+         * apart by its pid and start time. */
+        if (x && BPF_CORE_READ(x, pid) == c->cur_pid && BPF_CORE_READ(x, start_time) == c->cur_start_time &&
+            ((c->cur_arrivals && BPF_CORE_READ(x, sched_info.pcount) == c->cur_arrivals) ||
+             BPF_CORE_READ(x, se.nr_migrations) == c->cur_migrations)) {
+                intruder_fold(c, cpu, c->cur_pid, BPF_CORE_READ(x, se.sum_exec_runtime));
                 return;
         }
-        x = bpf_task_from_pid(c->cur_pid);
-        if (x && x->start_time == c->cur_start_time &&
-            ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
-             x->se.nr_migrations == c->cur_migrations)) {
-                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime);
-                bpf_task_release(x);
-                return;
-        }
-        if (x)
-                bpf_task_release(x);
         left = c->left_pid;
         barrier();              /* left_pid is written last (intruder_left): read it first */
         /* A note of an earlier slice of the same task (moved away after recover() was done) is at most

@@ -30,10 +30,6 @@ __u32 n_listed;
 extern unsigned int CONFIG_HZ __kconfig __weak;
 __u32 kernel_hz;
 
-/* kfuncs (6.2+; older bpftool's vmlinux.h does not declare them). */
-extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
-extern void bpf_task_release(struct task_struct *p) __ksym __weak;
-
 /* Written by user space: the starvation guard is on (waiters below are kept), and rtd's PID namespace
  * (its level and inode number) to name waiters by the tids rtd can act on. */
 __u8 guard_on;
@@ -303,8 +299,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
          */
         if (c->primed && c->cur_pid != prev_pid) {
                 c->missed_events++;
-                if (btf)
-                        recover(c, cpu);
+                recover(c, cpu);
         }
         /* The kernel counts nvcsw only for a non-preempted switch of a task that is not running. */
         involuntary = preempt || prev_state == TASK_RUNNING;
@@ -595,8 +590,7 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
                 return;
         }
         c->missed_events++;
-        if (btf)
-                recover(c, cpu);
+        recover(c, cpu);
         cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
         if (!stamp_wakeups)
                 c->cur_arrivals = TREAD(btf, t, sched_info.pcount);

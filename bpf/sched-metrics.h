@@ -97,6 +97,7 @@ struct rtd_cpu {
         /* The current intruder left unseen and was moved to another CPU (sched_migrate_task, on any CPU):
          * its se.sum_exec_runtime then, which ends its slice here. Written by other CPUs, left_pid last. */
         __u64 left_start_time;
+        __u64 cur_task;                 /* intruders: its task_struct (read fault-safe, checked by pid and start) */
         __u64 left_runtime;
         __u32 left_pid;
         __u32 left_pad;
