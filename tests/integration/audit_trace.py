@@ -122,6 +122,7 @@ class Figures:
         self.tlb = 0                    # remote TLB flush requests handled that reached a tlb_flush event
         self.ambiguous = 0              # events of any kind in the ambiguous spans
         self.ambiguous_s = 0.0          # intruder time that straddles a boundary
+        self.ambiguous_by_pid = {}      # ... by task
 
 
 def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
@@ -148,7 +149,8 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
     f.unseen = []                       # (pid, after, before): a switch away from pid the trace never shows
     f.watch = {t: {"runtime": [], "elsewhere": []} for t in watch}
     f.unwatched = set()                 # tasks with such a switch that were not watched
-    cur_last, other_first = 0.0, None
+    cur_upd, other_first = 0.0, None
+    last_tick = last_switch_ts = 0.0    # the last tick and switch on this CPU
 
     def intruder(pid):
         return pid and pid not in exempt
@@ -176,6 +178,14 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             p = int(kv["pid"])
             if p in f.watch:
                 f.watch[p]["runtime"].append((ts, int(kv["runtime"])))
+            if p == cur:
+                cur_upd = ts            # cur's CPU time is accounted up to here
+        if name == "tlb_flush":
+            # Also traced inside a switch (switch_mm), stamped with the task switched away from: no mark of
+            # what runs. flush_tlb_func() counts TLB on entry for a remote request; it reports one of these
+            # two reasons unless it returns early (the CPU lazy or in init_mm), which no event shows.
+            f.tlb += inside and ("reason:remote shootdown" in rest or "reason:remote wrong CPU" in rest)
+            continue
         if name.startswith("remote_"):
             if name == "remote_sched_switch":
                 p = int(kv["next_pid"])
@@ -188,10 +198,12 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
                 continue
         else:
             on_cpu = pid
-            # The last event while cur ran, and the first one after it under another task: a switch away
-            # from cur that the trace never shows happened between the two.
+            if name == "local_timer_entry":
+                last_tick = ts
+            # The first event under another task after cur's last one: a switch away from cur that the trace
+            # never shows happened before it (and after cur's last update, cur_upd).
             if pid == cur:
-                cur_last, other_first = ts, None
+                other_first = None
             elif other_first is None:
                 other_first = ts
         if pid == 0 and not name.startswith("remote_") and name != "sched_process_fork":
@@ -209,7 +221,14 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             p, ns = int(kv["pid"]), int(kv["runtime"])
             # Only updates of this CPU's current task: on this CPU the line's task is current; from
             # elsewhere, the task this CPU last showed as current.
-            if not inside or (p != pid if name == "sched_stat_runtime" else p != on_cpu):
+            if p != pid if name == "sched_stat_runtime" else p != on_cpu:
+                continue
+            if edge and intruder(p):
+                # CPU time in the spans where rtd was reading: on either side of its sample (its table of
+                # intruders is read at the start of the span, the totals later).
+                f.ambiguous_s += ns / 1e9
+                f.ambiguous_by_pid[p] = f.ambiguous_by_pid.get(p, 0.0) + ns / 1e9
+            if not inside:
                 continue
             if p in job_pids:
                 f.job["s"] += ns / 1e9
@@ -219,6 +238,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
                 # An intruder running across a boundary: rtd's sample holds it up to its last tick.
                 if running_at.get(p) and ts - t0 <= 0.004:
                     f.ambiguous_s += ns / 1e9
+                    f.ambiguous_by_pid[p] = f.ambiguous_by_pid.get(p, 0.0) + ns / 1e9
             continue
         if edge:
             f.ambiguous += 1
@@ -231,7 +251,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
                 if cur:
                     # A switch away from a task, not reported: its slice's last update_curr() (its
                     # sched_stat_runtime) is missing too. When it happened is bounded by the trace.
-                    f.unseen.append((cur, cur_last, other_first if other_first is not None else ts))
+                    f.unseen.append((cur, cur_upd, other_first if other_first is not None else ts))
                     f.watch.setdefault(cur, {"runtime": [], "elsewhere": []})
                     f.unwatched |= {cur} - set(watch)
                 lo = idle_seen if cur == 0 and idle_seen is not None else last_switch
@@ -240,18 +260,18 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
                 f.switches += 1
             switch_in(nxt, ts, ts, kv["next_comm"])
             cur, last_switch, on_cpu = nxt, ts, nxt
-            cur_last, other_first = ts, None
+            # Its CPU time runs from the runqueue clock's value at its pick, which may be older than this
+            # event: a __schedule() after a wakeup preemption skips the clock update. So from the last update
+            # surely before: a tick, or the switch before this one.
+            cur_upd, other_first = max(last_tick, last_switch_ts), None
+            last_switch_ts = ts
             if ts <= t0:
                 running_at = {nxt: True}
             continue
         if not inside:
             continue
         on_job = pid in job_pids
-        if name == "tlb_flush":
-            # flush_tlb_func() counts TLB on entry for a remote request; it reports one of these two
-            # reasons unless it returns early (the CPU lazy or in init_mm), which no event shows.
-            f.tlb += "reason:remote shootdown" in rest or "reason:remote wrong CPU" in rest
-        elif name == "irq_handler_entry":
+        if name == "irq_handler_entry":
             n = int(kv["irq"])
             f.irqs[n] = f.irqs.get(n, 0) + 1
             f.job["irqs"] += on_job
@@ -271,10 +291,10 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
     return f
 
 
-def unseen_bounds(f, t0, t1, r0, r1, run_ns):
+def unseen_bounds(f, a0, t0, t1, b1, r0, r1, run_ns):
     """Bounds (lo, hi) in seconds of the CPU time the trace lacks, in the window (t0, t1], of each task whose
     switch-outs it never shows: {pid: (lo, hi)}. run_ns: {pid: growth of its /proc/TID/schedstat run time
-    over (r0, r1]}, a span that holds the window.
+    over (r0, r1]}, a span that holds the window. [a0, t0] and (t1, b1] are the spans of rtd's readings.
 
     Blind spot of this kernel (6.18, a Firecracker guest): no tracepoint fires while a thread of the VM's
     PID 1 is switched out (sched_switch and the sched_stat_runtime of its last update_curr() alike), though
@@ -291,7 +311,7 @@ def unseen_bounds(f, t0, t1, r0, r1, run_ns):
             continue
         seen = sum(ns for ts, ns in w["runtime"] if r0 < ts <= r1)
         missing = max(0, run_ns[pid] - seen) / 1e9
-        may_in = sum(b - a for a, b in pieces if a < t1 and b > t0)
+        may_in = sum(b - a for a, b in pieces if a < b1 and b > a0)       # rtd's spans: either side
         may_out = sum(b - a for a, b in pieces if a < t0 or b > t1)
         elsewhere = any(r0 < ts <= r1 for ts in w["elsewhere"])
         lo = 0.0 if elsewhere else max(0.0, missing - may_out)

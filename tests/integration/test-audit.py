@@ -172,10 +172,12 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
     # piece of those slices; the kernel's own clock of each (schedstat) bounds it. r0, r1: the reads.
     r0 = max([ts for _, ts in rt0.values()] or [t0])
     r1 = min([ts for _, ts in rt1.values()] or [t1])
-    gaps = unseen_bounds(f, t0, t1, r0, r1, {t: rt1[t][0] - rt0[t][0] for t in set(rt0) & set(rt1)})
+    gaps = unseen_bounds(f, A["sample_monotonic"]["start"], t0, t1, B["sample_monotonic"]["end"], r0, r1,
+                         {t: rt1[t][0] - rt0[t][0] for t in set(rt0) & set(rt1)})
     # Unwatched tasks (not of PID 1): no schedstat, only the trace's gaps bound them.
     for pid in f.unwatched:
-        gaps[pid] = (0.0, sum(b - a for p, a, b in f.unseen if p == pid and a < t1 and b > t0))
+        gaps[pid] = (0.0, sum(b - a for p, a, b in f.unseen if p == pid and a < B["sample_monotonic"]["end"]
+                              and b > A["sample_monotonic"]["start"]))
     au = Audit(scenario, f, A, B, lost)
     a, b = au.a, au.b
     def d(k):
@@ -243,7 +245,7 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
     for pid, (lo, hi) in sorted(gaps.items()):
         k = f.by_pid.get(pid, [0, 0.0, "?"])
         au.between(f"{after.get(pid, ['', '', k[2]])[2]}/{pid} seconds (unseen switch-outs)", after.get(pid, [0, 0.0])[1],
-                   k[1] + lo, k[1] + hi, slack=f.ambiguous_s)
+                   k[1] + lo, k[1] + hi, slack=f.ambiguous_by_pid.get(pid, 0.0))
     au.unseen = (len(f.unseen), gaps)
     unnamed = [p for p, (runs, _, _) in f.by_pid.items() if runs and after.get(p, [0])[0] == 0]
     named_runs = sum(after.get(p, [0])[0] for p in f.by_pid)
