@@ -4,8 +4,9 @@
  * the programs. */
 
 /* A run of an intruder begins on a reserved CPU: count it, note where its CPU time starts, (re)take its
- * name (exec may have changed it). Its entry is made now; a full table sends it to "other". */
-static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *t,
+ * name (exec may have changed it). Its entry is made now; a full table sends it to "other". Returns true
+ * when it added time of runs here that no event showed (below): its CPU time up to start_runtime is in. */
+static __always_inline bool intruder_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *t,
                                            __u32 pid, struct rtd_task *mark, __u64 start_runtime) {
         struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = TREAD(btf, t, start_time) };
         struct rtd_intruder *v;
@@ -29,10 +30,26 @@ static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cp
         }
         if (!v) {
                 c->other_runs++;
-                return;
+                return false;
         }
         v->count++;
         (void) bpf_core_read_str(v->comm, sizeof(v->comm), &t->comm);
+        /*
+         * A whole run here can go unseen: switched in by a thread whose switch-outs are never reported (PID
+         * 1's, docs/metrics.md) and out again before any event here. Its CPU time is still the kernel's: if
+         * the task has not migrated since its time here was last added, all its sum_exec_runtime growth
+         * since then happened on this CPU (while it was reserved: the same reservation).
+         */
+        if (v->end_runtime && start_runtime > v->end_runtime && c->cur_migrations == v->end_migrations &&
+            v->end_epoch == reserve_epoch) {
+                __u64 d = start_runtime - v->end_runtime;
+
+                c->intrusion_ns += d;
+                v->ns += d;
+                v->end_runtime = start_runtime;
+                return true;
+        }
+        return false;
 }
 
 /*
@@ -53,9 +70,12 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
         c->cur_start_runtime = runtime;
         c->intrusion_ns += d;
         v = bpf_map_lookup_elem(&intruders, &k);
-        if (v)
+        if (v) {
                 v->ns += d;
-        else
+                v->end_runtime = runtime;
+                v->end_migrations = c->cur_migrations;  /* a running task does not migrate */
+                v->end_epoch = reserve_epoch;
+        } else
                 c->other_ns += d;
 }
 

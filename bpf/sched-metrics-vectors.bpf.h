@@ -225,7 +225,6 @@ int BPF_PROG(tp_ipi_send_cpumask, const struct cpumask *mask, unsigned long call
         return on_ipi_mask(mask, callsite, (__u64) callback);
 }
 
-
 /* ---- raw_tp twins ---- */
 
 SEC("raw_tp/local_timer_entry")

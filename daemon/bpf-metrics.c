@@ -149,6 +149,8 @@ static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
         b->skel->bss->n_listed = n;
         for (unsigned i = 0; i < RTD_MAX_CPUS; i++)
                 b->skel->bss->reserved_cpus[i] = cpuset_isset(reserved, i);
+        /* Time a task ran on a CPU while it was not reserved is no intrusion (intruder_begin()). */
+        b->skel->bss->reserve_epoch++;
 }
 
 /* The sched_wakeup programs' links, tp_btf or raw_tp as loaded. */
