@@ -4,13 +4,15 @@
  * the programs. */
 
 /* A run of an intruder begins on a reserved CPU: count it, note where its CPU time starts, (re)take its
- * name (exec may have changed it). Its entry is made now; a full table sends it to "other". */
-static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *t,
+ * name (exec may have changed it). Its entry is made now; a full table sends it to "other". Returns true
+ * when it added time of runs here that no event showed (below): its CPU time up to start_runtime is in. */
+static __always_inline bool intruder_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *t,
                                            __u32 pid, struct rtd_task *mark, __u64 start_runtime) {
         struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = TREAD(btf, t, start_time) };
         struct rtd_intruder *v;
 
         c->cur_intruder = 1;
+        c->cur_task = (__u64) t;
         c->cur_start_time = k.start_time;
         c->cur_migrations = TREAD(btf, t, se.nr_migrations);
         c->cur_start_runtime = start_runtime;
@@ -28,10 +30,26 @@ static __always_inline void intruder_begin(bool btf, struct rtd_cpu *c, __u32 cp
         }
         if (!v) {
                 c->other_runs++;
-                return;
+                return false;
         }
         v->count++;
         (void) bpf_core_read_str(v->comm, sizeof(v->comm), &t->comm);
+        /*
+         * A whole run here can go unseen: switched in by a thread whose switch-outs are never reported (PID
+         * 1's, docs/metrics.md) and out again before any event here. Its CPU time is still the kernel's: if
+         * the task has not migrated since its time here was last added, all its sum_exec_runtime growth
+         * since then happened on this CPU (while it was reserved: the same reservation).
+         */
+        if (v->end_runtime && start_runtime > v->end_runtime && c->cur_migrations == v->end_migrations &&
+            v->end_epoch == reserve_epoch) {
+                __u64 d = start_runtime - v->end_runtime;
+
+                c->intrusion_ns += d;
+                v->ns += d;
+                v->end_runtime = start_runtime;
+                return true;
+        }
+        return false;
 }
 
 /*
@@ -52,36 +70,72 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
         c->cur_start_runtime = runtime;
         c->intrusion_ns += d;
         v = bpf_map_lookup_elem(&intruders, &k);
-        if (v)
+        if (v) {
                 v->ns += d;
-        else
+                v->end_runtime = runtime;
+                v->end_migrations = c->cur_migrations;  /* a running task does not migrate */
+                v->end_epoch = reserve_epoch;
+        } else
                 c->other_ns += d;
 }
 
 /*
- * The intruder the CPU names left without a sched_switch event reaching us (the tracepoint stays silent for
- * some switches, and rtd's program misses a few more around idle: docs/metrics.md). Its CPU time since the
- * last fold is still exact if it has not been switched in anywhere since (sched_info.pcount unchanged) or has
- * not migrated (se.nr_migrations unchanged): then all of its sum_exec_runtime growth happened here. Otherwise
- * that slice is lost, and counted.
+ * The intruder the CPU names left without a sched_switch event reaching us. On this kernel (6.18, a
+ * Firecracker guest) that is every switch away from a thread of the VM's PID 1: the tracepoint never fires
+ * for them, for ftrace and BPF alike, though the runqueue's nr_switches counts them (docs/metrics.md). Its
+ * CPU time since the last fold is still exact if it has not been switched in anywhere since
+ * (sched_info.pcount unchanged) or has not migrated (se.nr_migrations unchanged): then all of its
+ * sum_exec_runtime growth happened here. Else it was moved away before it ran elsewhere, and
+ * intruder_left() noted its runtime at that moment. Only when neither holds is the slice lost, and counted.
  */
 static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
-        struct task_struct *x;
+        struct task_struct *x = (struct task_struct *) c->cur_task;
+        __u32 left;
 
-        if (!c->cur_intruder || !c->cur_pid || !bpf_task_from_pid) {
-                c->unrecovered += c->cur_intruder;
+        if (!c->cur_intruder || !c->cur_pid)
+                return;
+        /* Read through the pointer noted at its switch-in, not by pid: this kernel's pid lookup
+         * (bpf_task_from_pid) does not find the very threads whose switch-outs go unreported (PID 1's).
+         * Not a reference: the reads are fault-safe, and a task_struct freed and reused since is told
+         * apart by its pid and start time. */
+        if (x && BPF_CORE_READ(x, pid) == c->cur_pid && BPF_CORE_READ(x, start_time) == c->cur_start_time &&
+            ((c->cur_arrivals && BPF_CORE_READ(x, sched_info.pcount) == c->cur_arrivals) ||
+             BPF_CORE_READ(x, se.nr_migrations) == c->cur_migrations)) {
+                intruder_fold(c, cpu, c->cur_pid, BPF_CORE_READ(x, se.sum_exec_runtime));
                 return;
         }
-        x = bpf_task_from_pid(c->cur_pid);
-        if (!x) {
+        left = c->left_pid;
+        barrier();              /* left_pid is written last (intruder_left): read it first */
+        /* A note of an earlier slice of the same task (moved away after recover() was done) is at most
+         * where this slice started. */
+        if (left == c->cur_pid && c->left_start_time == c->cur_start_time &&
+            c->left_runtime >= c->cur_start_runtime) {
+                intruder_fold(c, cpu, c->cur_pid, c->left_runtime);
+                c->left_pid = 0;
+        } else
                 c->unrecovered++;
+}
+
+/*
+ * p leaves CPU orig for another (sched_migrate_task, on whichever CPU moves it). A task is never moved
+ * while it runs, so if orig still names p as its running intruder, p's switch-out there was never
+ * reported, and p has not run since (its pcount or migrations as at its switch-in there): its
+ * sum_exec_runtime now is exactly where its slice on orig ended. Noted for recover() on orig, which
+ * alone adds to orig's figures; p may run elsewhere before orig's next event.
+ */
+static __always_inline void intruder_left(bool btf, struct task_struct *p, __u32 pid, __u32 orig) {
+        struct rtd_cpu *c;
+
+        if (!cpu_reserved(orig))
                 return;
-        }
-        if (x->start_time == c->cur_start_time &&
-            ((c->cur_arrivals && x->sched_info.pcount == c->cur_arrivals) ||
-             x->se.nr_migrations == c->cur_migrations))
-                intruder_fold(c, cpu, c->cur_pid, x->se.sum_exec_runtime);
-        else
-                c->unrecovered++;
-        bpf_task_release(x);
+        c = cpu_get(orig);
+        if (!c || !c->cur_intruder || c->cur_pid != pid || c->cur_start_time != TREAD(btf, p, start_time))
+                return;
+        if (!((c->cur_arrivals && TREAD(btf, p, sched_info.pcount) == c->cur_arrivals) ||
+              TREAD(btf, p, se.nr_migrations) == c->cur_migrations))
+                return;
+        c->left_start_time = c->cur_start_time;
+        c->left_runtime = TREAD(btf, p, se.sum_exec_runtime);
+        barrier();
+        c->left_pid = pid;
 }

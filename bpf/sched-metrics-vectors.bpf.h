@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /* Part of sched-metrics.bpf.c (included at its end, sharing its maps and helpers): architecture vectors
  * (x86 irq_vectors) counted and timed per CPU and job, the tick's fold of a running intruder, exec renames,
- * IPI senders, TLB shootdowns. All optional: user space does not load what the kernel lacks. */
+ * IPI senders. All optional: user space does not load what the kernel lacks. */
 
 /* An architecture vector (x86 irq_vectors) begins: IRQs are off in its handler, so one start slot. */
 static __always_inline int on_vec_entry(__u32 vec) {
@@ -107,17 +107,6 @@ static __always_inline int on_ipi_mask(const struct cpumask *mask, __u64 callsit
                     (word >> (cpu % 64)) & 1)
                         ipi_note(cpu, callsite, callback);
         }
-        return 0;
-}
-
-#define TLB_REMOTE_SHOOTDOWN_ 1         /* enum tlb_flush_reason */
-
-/* /proc/interrupts' TLB row counts remote shootdowns handled (they arrive as CAL vectors too). */
-static __always_inline int on_tlb_flush(int reason) {
-        struct rtd_cpu *c = cpu_get(bpf_get_smp_processor_id());
-
-        if (c && reason == TLB_REMOTE_SHOOTDOWN_)
-                c->tlb_shootdowns++;
         return 0;
 }
 
@@ -236,11 +225,6 @@ int BPF_PROG(tp_ipi_send_cpumask, const struct cpumask *mask, unsigned long call
         return on_ipi_mask(mask, callsite, (__u64) callback);
 }
 
-SEC("tp_btf/tlb_flush")
-int BPF_PROG(tp_tlb_flush, int reason) {
-        return on_tlb_flush(reason);
-}
-
 /* ---- raw_tp twins ---- */
 
 SEC("raw_tp/local_timer_entry")
@@ -354,9 +338,4 @@ int BPF_PROG(raw_ipi_send_cpu, unsigned int cpu, unsigned long callsite, void *c
 SEC("raw_tp/ipi_send_cpumask")
 int BPF_PROG(raw_ipi_send_cpumask, const struct cpumask *mask, unsigned long callsite, void *callback) {
         return on_ipi_mask(mask, callsite, (__u64) callback);
-}
-
-SEC("raw_tp/tlb_flush")
-int BPF_PROG(raw_tlb_flush, int reason) {
-        return on_tlb_flush(reason);
 }

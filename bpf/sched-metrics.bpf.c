@@ -25,14 +25,11 @@ const volatile __u32 intruder_table_size = 64;
 __u8 reserved_cpus[RTD_MAX_CPUS];
 __u32 reserved_list[RTD_MAX_LISTED];
 __u32 n_listed;
+__u32 reserve_epoch;                    /* bumped at each change of the mask */
 
 /* The kernel's tick rate, for user space (the tick is the floor of a core that cannot stop it). */
 extern unsigned int CONFIG_HZ __kconfig __weak;
 __u32 kernel_hz;
-
-/* kfuncs (6.2+; older bpftool's vmlinux.h does not declare them). */
-extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
-extern void bpf_task_release(struct task_struct *p) __ksym __weak;
 
 /* Written by user space: the starvation guard is on (waiters below are kept), and rtd's PID namespace
  * (its level and inode number) to name waiters by the tids rtd can act on. */
@@ -244,7 +241,7 @@ static __always_inline bool exempt(struct rtd_task *t) {
 #include "sched-metrics-intruders.bpf.h"
 
 /* The CPU's current task becomes next: an intruder (reserved CPU, not rtd's worker or job) starts a run. */
-static __always_inline void cur_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *next,
+static __always_inline bool cur_begin(bool btf, struct rtd_cpu *c, __u32 cpu, struct task_struct *next,
                                       __u32 next_pid, struct rtd_task *nt) {
         c->primed = 1;
         c->cur_pid = next_pid;
@@ -253,12 +250,13 @@ static __always_inline void cur_begin(bool btf, struct rtd_cpu *c, __u32 cpu, st
         c->cur_pcount = 0;
         c->cur_arrivals = 0;
         if (!next_pid)
-                return;
+                return false;
         if (nt && nt->kind == RTD_TASK_JOB) {
                 c->cur_job_id = nt->job_id;
                 c->cur_start_runtime = TREAD(btf, next, se.sum_exec_runtime);
         } else if (!exempt(nt) && cpu_reserved(cpu))
-                intruder_begin(btf, c, cpu, next, next_pid, nt, TREAD(btf, next, se.sum_exec_runtime));
+                return intruder_begin(btf, c, cpu, next, next_pid, nt, TREAD(btf, next, se.sum_exec_runtime));
+        return false;
 }
 
 static __always_inline void runq_record(struct rtd_cpu *c, struct rtd_job *j, __u64 d) {
@@ -303,8 +301,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
          */
         if (c->primed && c->cur_pid != prev_pid) {
                 c->missed_events++;
-                if (btf)
-                        recover(c, cpu);
+                recover(c, cpu);
         }
         /* The kernel counts nvcsw only for a non-preempted switch of a task that is not running. */
         involuntary = preempt || prev_state == TASK_RUNNING;
@@ -486,6 +483,7 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest)
 
         if (!pid || orig == (__u32) dest)
                 return 0;
+        intruder_left(btf, p, pid, orig);
         if (guard_on) {
                 /* A waiter moved by the load balancer waits on the new CPU (a waking task is noted at
                  * sched_wakeup, after this: only queued tasks, TASK_RUNNING, are noted here). */
@@ -579,6 +577,7 @@ static __always_inline int on_fork(bool btf, struct task_struct *parent, struct 
 static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
         struct task_struct *t = btf ? bpf_get_current_task_btf() : (struct task_struct *) bpf_get_current_task();
         __u32 pid = TREAD(btf, t, pid);
+        bool caught_up;
 
         if (pid == c->cur_pid) {
                 if (c->cur_intruder)
@@ -594,12 +593,11 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
                 return;
         }
         c->missed_events++;
-        if (btf)
-                recover(c, cpu);
-        cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
+        recover(c, cpu);
+        caught_up = cur_begin(btf, c, cpu, t, pid, pid ? task_get(btf, t, pid, false) : NULL);
         if (!stamp_wakeups)
                 c->cur_arrivals = TREAD(btf, t, sched_info.pcount);
-        if (c->cur_intruder) {
+        if (c->cur_intruder && !caught_up) {
                 /* Its switch-in never reached us: CFS noted its runtime when it picked it (on this CPU, after
                  * our last event here), so its slice since then is still the kernel's exact figure. */
                 __u32 policy = TREAD(btf, t, policy);

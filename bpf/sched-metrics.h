@@ -79,7 +79,6 @@ struct rtd_cpu {
         __u64 unrecovered;              /* ... of which an intruder's slice could not be recovered exactly */
         __u64 vec_count[RTD_NR_VECTORS];
         __u64 vec_ns[RTD_NR_VECTORS];
-        __u64 tlb_shootdowns;           /* tlb_flush with reason TLB_REMOTE_SHOOTDOWN: /proc/interrupts' TLB */
         /* state of the current task */
         __u64 cur_start_time;           /* intruders: task->start_time (with the pid, the table key) */
         __u64 cur_start_runtime;        /* se.sum_exec_runtime at switch-in or at the last fold */
@@ -95,6 +94,13 @@ struct rtd_cpu {
         __u64 hardirq_start_ns;
         __u64 softirq_start_ns;
         __u64 cur_arrivals;             /* intruders: its sched_info.pcount once its switch-in is done */
+        __u64 cur_task;                 /* intruders: its task_struct (read fault-safe, checked by pid and start) */
+        /* The current intruder left unseen and was moved to another CPU (sched_migrate_task, on any CPU):
+         * its se.sum_exec_runtime then, which ends its slice here. Written by other CPUs, left_pid last. */
+        __u64 left_start_time;
+        __u64 left_runtime;
+        __u32 left_pid;
+        __u32 left_pad;
 };
 
 /* Per-job counters, summed over the job's tasks on every CPU (atomic updates). */
@@ -130,6 +136,9 @@ struct rtd_intruder {
         __u32 kind;                     /* RTD_INTRUDER_* */
         __u32 tgid;
         char comm[16];                  /* at its last switch-in, or its last exec */
+        __u64 end_runtime;              /* its se.sum_exec_runtime where its time here was last added */
+        __u64 end_migrations;           /* ... and its se.nr_migrations then */
+        __u64 end_epoch;                /* ... and the reservation then (reserve_epoch) */
 };
 
 /* IPIs sent to reserved CPUs, by call site (ipi_send_cpu/ipi_send_cpumask, kernel >= 6.3). */

@@ -125,9 +125,11 @@ static void print_vectors(json_t *j, json_t *cpu) {
         printf("\n  tick: LOC %.0f/s in the last interval, HZ %s: the floor of a CPU that runs a task "
                "(no nohz_full), not an intruder\n", num(json_object_get(v, "LOC"), "per_second"),
                hzs);
+        /* Switches no tracepoint reported: their slices are read from the tasks themselves, and the
+         * ones that could not be are counted apart (their time is not in the figures). */
         if (integer(cpu, "missed_events"))
-                printf("  missed sched_switch events: %lld (their time is not in the figures)\n",
-                       integer(cpu, "missed_events"));
+                printf("  sched_switch events never reported: %lld (slices left out: %lld)\n",
+                       integer(cpu, "missed_events"), integer(cpu, "missed_unrecovered"));
         json_array_foreach(json_object_get(cpu, "ipis"), i, ipi)
                 printf("  IPI from %s (pid %lld, CPU %lld) at %s: %lld\n", text(ipi, "sender_comm"),
                        integer(ipi, "sender_pid"), integer(ipi, "sender_cpu"), text(ipi, "site"), integer(ipi, "count"));

@@ -19,15 +19,14 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "bpf-metrics-maps.h"
 #include "kallsyms.h"
+#include "kernel-counters.h"
 #include "sched-metrics.h"
 #include "sched-metrics.skel.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/macro.h"
-
-/* Per CPU: the vector rows, the numbered rows' sum, the softirqs. */
-#define KSLOTS (METRICS_NR_VECTORS + 1 + METRICS_NR_SOFTIRQS)
 
 typedef struct BpfCollector {
         Collector base;
@@ -40,8 +39,7 @@ typedef struct BpfCollector {
         bool vectors_traced;            /* the irq_vectors programs are loaded */
         char *fallbacks;                /* what this kernel cannot trace, and what stands in */
         Symbols syms;                   /* kernel symbols of IPI call sites seen so far */
-        uint64_t *vec_base;             /* the kernel's counters when the programs were attached (KSLOTS a CPU) */
-        bool vec_base_set;
+        KernelCounters kernel;          /* the kernel's own counters, from when the programs were attached */
 } BpfCollector;
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
@@ -89,7 +87,6 @@ static const struct {
         { "/error_apic_", "irq_vectors", NULL },
         { "/sched_process_exec", "sched_process_exec", "intruder names refreshed at their next run only" },
         { "/ipi_send_cpu", "ipi_send_cpu", "IPI senders not attributed (kernel < 6.3)" },
-        { "/tlb_flush", "tlb_flush", "TLB shootdowns from /proc/interrupts" },
 };
 
 static void note_fallback(BpfCollector *b, const char *what, const char *instead) {
@@ -152,6 +149,8 @@ static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
         b->skel->bss->n_listed = n;
         for (unsigned i = 0; i < RTD_MAX_CPUS; i++)
                 b->skel->bss->reserved_cpus[i] = cpuset_isset(reserved, i);
+        /* Time a task ran on a CPU while it was not reserved is no intrusion (intruder_begin()). */
+        b->skel->bss->reserve_epoch++;
 }
 
 /* The sched_wakeup programs' links, tp_btf or raw_tp as loaded. */
@@ -427,93 +426,6 @@ static int read_cpus(BpfCollector *b, Sample *s) {
         return 0;
 }
 
-static int read_irqs(BpfCollector *b, Sample *s) {
-        int fd = bpf_map__fd(b->skel->maps.irqs), nfd = bpf_map__fd(b->skel->maps.irq_names);
-        _cleanup_free_ struct rtd_irq *vals = calloc(b->n_possible, sizeof(struct rtd_irq));
-        uint32_t key, *prev = NULL;
-
-        if (!vals)
-                return -ENOMEM;
-        while (bpf_map_get_next_key(fd, prev, &key) == 0) {
-                IrqCounters *n, *q;
-                struct rtd_irq_name name = {};
-
-                prev = &key;
-                if (bpf_map_lookup_elem(fd, &key, vals) < 0)
-                        continue;
-                n = reallocarray(s->irqs, s->n_irqs + 1, sizeof *s->irqs);
-                if (!n)
-                        return -ENOMEM;
-                s->irqs = n;
-                q = &s->irqs[s->n_irqs];
-                *q = (IrqCounters) { .irq = key };
-                q->count = calloc(s->n_cpus, sizeof(uint64_t));
-                q->ns = calloc(s->n_cpus, sizeof(uint64_t));
-                s->n_irqs++;
-                if (!q->count || !q->ns)
-                        return -ENOMEM;
-                for (unsigned i = 0; i < s->n_cpus && i < b->n_possible; i++) {
-                        q->count[i] = vals[i].count;
-                        q->ns[i] = vals[i].ns;
-                }
-                if (bpf_map_lookup_elem(nfd, &key, &name) == 0)
-                        (void) snprintf(q->name, sizeof q->name, "%.*s", RTD_IRQ_NAME, name.name);
-        }
-        return 0;
-}
-
-/* Every entry of the table; the running intruder's time is in it up to its last tick (intruder_fold()). */
-static int read_intruders(BpfCollector *b, Sample *s) {
-        int fd = bpf_map__fd(b->skel->maps.intruders);
-        struct rtd_intruder_key key, *prev = NULL;
-
-        while (bpf_map_get_next_key(fd, prev, &key) == 0) {
-                struct rtd_intruder v;
-                IntruderCounters *n;
-
-                prev = &key;
-                if (bpf_map_lookup_elem(fd, &key, &v) < 0)
-                        continue;
-                n = reallocarray(s->intruders, s->n_intruders + 1, sizeof *n);
-                if (!n)
-                        return -ENOMEM;
-                s->intruders = n;
-                n[s->n_intruders] = (IntruderCounters) {
-                        .cpu = key.cpu, .pid = key.pid, .tgid = v.tgid, .start_time = key.start_time,
-                        .kind = v.kind, .ns = v.ns, .count = v.count,
-                };
-                (void) snprintf(n[s->n_intruders].comm, sizeof n->comm, "%.*s", (int) sizeof v.comm, v.comm);
-                s->n_intruders++;
-        }
-        return 0;
-}
-
-static int read_ipis(BpfCollector *b, Sample *s) {
-        int fd = bpf_map__fd(b->skel->maps.ipis);
-        struct rtd_ipi_key key, *prev = NULL;
-
-        while (bpf_map_get_next_key(fd, prev, &key) == 0) {
-                struct rtd_ipi v;
-                IpiCounters *n;
-
-                prev = &key;
-                if (bpf_map_lookup_elem(fd, &key, &v) < 0)
-                        continue;
-                n = reallocarray(s->ipis, s->n_ipis + 1, sizeof *n);
-                if (!n)
-                        return -ENOMEM;
-                s->ipis = n;
-                n[s->n_ipis] = (IpiCounters) {
-                        .cpu = key.cpu, .callsite = key.callsite, .callback = key.callback, .count = v.count,
-                        .sender_cpu = v.sender_cpu, .sender_pid = v.sender_pid,
-                };
-                (void) snprintf(n[s->n_ipis].sender_comm, sizeof n->sender_comm, "%.*s",
-                                (int) sizeof v.sender_comm, v.sender_comm);
-                s->n_ipis++;
-        }
-        return 0;
-}
-
 /* After the reading: a new call site costs a scan of /proc/kallsyms, which must not stretch the sample. */
 static void name_ipis(BpfCollector *b, Sample *s) {
         for (size_t i = 0; i < s->n_ipis; i++) {
@@ -568,36 +480,20 @@ static int bpf_read(Collector *c, Sample *s) {
         s->vectors_traced = b->vectors_traced;
         s->hz = b->skel->bss->kernel_hz;
         /* The table before the totals: a total read later is never below the sum of its parts. */
-        r = read_intruders(b, s);
+        r = bpf_maps_read_intruders(bpf_map__fd(b->skel->maps.intruders), s);
         if (r >= 0)
                 r = read_cpus(b, s);
         /* The kernel's own counters beside the programs' (vectors: in their place when untraced): the
          * programs' counts fall short of them by events whose tracepoint never ran rtd's program, with
          * recursion_misses 0 (measured on 6.18: 0.3% of LOC with a lone program attached). */
-        if (r >= 0 && procfs_read_vectors(b->base.proc_fd, s) >= 0 && procfs_read_kernel_irqs(b->base.proc_fd, s) >= 0)
-                for (unsigned i = 0; i < s->n_cpus && i < b->n_possible; i++) {
-                        uint64_t *base = b->vec_base + (size_t) i * KSLOTS;
-                        CpuCounters *o = &s->cpus[i];
-                        uint64_t *k[KSLOTS];
-
-                        for (unsigned v = 0; v < METRICS_NR_VECTORS; v++)
-                                k[v] = &o->vec_kernel[v];
-                        k[METRICS_NR_VECTORS] = &o->hardirq_kernel;
-                        for (unsigned v = 0; v < METRICS_NR_SOFTIRQS; v++)
-                                k[METRICS_NR_VECTORS + 1 + v] = &o->softirq_kernel[v];
-                        for (unsigned v = 0; v < KSLOTS; v++) {
-                                if (!b->vec_base_set)
-                                        base[v] = *k[v];
-                                *k[v] -= MIN(base[v], *k[v]);
-                        }
-                        if (!b->vectors_traced)
-                                memcpy(o->vec_count, o->vec_kernel, sizeof o->vec_count);
-                }
-        b->vec_base_set = true;
+        if (r >= 0 && kernel_counters_read(&b->kernel, b->base.proc_fd, s) >= 0 && !b->vectors_traced)
+                for (unsigned i = 0; i < s->n_cpus; i++)
+                        memcpy(s->cpus[i].vec_count, s->cpus[i].vec_kernel, sizeof s->cpus[i].vec_count);
         if (r >= 0)
-                r = read_irqs(b, s);
+                r = bpf_maps_read_irqs(bpf_map__fd(b->skel->maps.irqs), bpf_map__fd(b->skel->maps.irq_names),
+                                       b->n_possible, s);
         if (r >= 0)
-                r = read_ipis(b, s);
+                r = bpf_maps_read_ipis(bpf_map__fd(b->skel->maps.ipis), s);
         if (r >= 0)
                 r = read_progs(b, s);
         s->end_usec = monotonic_ns() / 1000;
@@ -614,7 +510,7 @@ static void bpf_free(Collector *c) {
         sched_metrics__destroy(b->skel);
         safe_close(b->stats_fd);
         free(b->fallbacks);
-        free(b->vec_base);
+        kernel_counters_done(&b->kernel);
         symbols_done(&b->syms);
         free(b);
 }
@@ -705,12 +601,6 @@ int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret
         b->n_possible = n;
         b->stats_fd = -EBADF;
         b->syms.proc_fd = proc_fd;
-        b->vec_base = calloc((size_t) n * KSLOTS, sizeof *b->vec_base);
-        if (!b->vec_base) {
-                bpf_free(&b->base);
-                return -ENOMEM;
-        }
-
         b->skel = sched_metrics__open();
         if (!b->skel) {
                 r = -errno;
@@ -727,6 +617,11 @@ int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret
         r = sched_metrics__load(b->skel);
         if (r < 0) {
                 *ret_reason = reason_for("cannot load the BPF programs", r);
+                goto fail;
+        }
+        r = kernel_counters_start(&b->kernel, proc_fd, (unsigned) n);
+        if (r < 0) {
+                *ret_reason = reason_for("cannot read /proc/interrupts", r);
                 goto fail;
         }
         r = sched_metrics__attach(b->skel);

@@ -28,6 +28,6 @@ int metrics_cpu_figures(Metrics *x, unsigned cpu, MetricsCpuFigures *ret) {
         for (size_t k = 0; k < s->n_irqs; k++)
                 ret->hardirqs += s->irqs[k].count[cpu];
         for (unsigned v = 0; v < METRICS_NR_VECTORS; v++)
-                ret->hardirqs += c->vec_count[v];
+                ret->hardirqs += c->vec_kernel[v];         /* the kernel's count: exact */
         return 0;
 }

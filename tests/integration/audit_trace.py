@@ -23,7 +23,8 @@ def _write(path, text):
 class Trace:
     """An ftrace instance recording CPU `cpu` only; stop() returns the parsed events."""
 
-    def __init__(self, cpu, name):
+    def __init__(self, cpu, name, watch=()):
+        """watch: tids whose switch-ins on the other CPUs are recorded too (see unseen_bounds())."""
         self.cpu = cpu
         self.mounted = False
         if not os.path.exists(os.path.join(TRACEFS, "instances")):
@@ -44,6 +45,8 @@ class Trace:
             for end in ("entry", "exit"):
                 if os.path.isdir(os.path.join(vdir, f"{v}_{end}")):
                     events.append(f"irq_vectors/{v}_{end}")
+        if os.path.isdir(os.path.join(TRACEFS, "events/tlb/tlb_flush")):
+            events.append("tlb/tlb_flush")
         for e in events:
             _write(os.path.join(self.dir, "events", e, "enable"), "1")
         # One instance per scenario, read once stopped: no reader competes for the CPUs meanwhile (a reader
@@ -61,6 +64,11 @@ class Trace:
         _write(os.path.join(self.remote, "events/sched/sched_stat_runtime/enable"), "1")
         # A worker may fork its job on another CPU before the job moves here: forks everywhere.
         _write(os.path.join(self.remote, "events/sched/sched_process_fork/enable"), "1")
+        # Where the watched tasks ran elsewhere (their switch-ins: see unseen_bounds()).
+        if watch:
+            _write(os.path.join(self.remote, "events/sched/sched_switch/filter"),
+                   " || ".join(f"next_pid == {t}" for t in sorted(watch)))
+            _write(os.path.join(self.remote, "events/sched/sched_switch/enable"), "1")
         _write(os.path.join(self.remote, "tracing_on"), "1")
         _write(os.path.join(self.dir, "tracing_on"), "1")
 
@@ -111,12 +119,15 @@ class Figures:
         self.softirqs = {}              # vector name -> count
         self.vectors = {}               # row -> [count, seconds]
         self.job = {"s": 0.0, "LOC": 0, "irqs": 0, "softirqs": 0}
+        self.tlb = 0                    # remote TLB flush requests handled that reached a tlb_flush event
         self.ambiguous = 0              # events of any kind in the ambiguous spans
         self.ambiguous_s = 0.0          # intruder time that straddles a boundary
+        self.ambiguous_by_pid = {}      # ... by task
 
 
-def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
-    """exempt: pids of rtd's workers; their descendants (fork events) are jobs, exempt too.
+def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
+    """exempt: pids of rtd's workers; their descendants (fork events) are jobs, exempt too. watch: tids whose
+    every sched_stat_runtime (any CPU) and switch-in elsewhere is kept, for unseen_bounds().
 
     Blind spot of ftrace on this kernel: a sched_switch whose prev is the idle task is never recorded
     (rtd's BPF program sees them). Each is reconstructed exactly as a count, since the next switch names
@@ -135,6 +146,11 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
     vec_start = None
     f.spans = (t0 - a0, b1 - t1)
     f.reconstructed = 0
+    f.unseen = []                       # (pid, after, before): a switch away from pid the trace never shows
+    f.watch = {t: {"runtime": [], "elsewhere": []} for t in watch}
+    f.unwatched = set()                 # tasks with such a switch that were not watched
+    cur_upd, other_first = 0.0, None
+    last_tick = last_switch_ts = 0.0    # the last tick and switch on this CPU
 
     def intruder(pid):
         return pid and pid not in exempt
@@ -158,13 +174,38 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
         inside = t0 < ts <= t1
         edge = a0 <= ts <= t0 or t1 < ts <= b1
         kv = dict(KV.findall(rest))
+        if name in ("sched_stat_runtime", "remote_sched_stat_runtime"):
+            p = int(kv["pid"])
+            if p in f.watch:
+                f.watch[p]["runtime"].append((ts, int(kv["runtime"])))
+            if p == cur:
+                cur_upd = ts            # cur's CPU time is accounted up to here
+        if name == "tlb_flush":
+            # Also traced inside a switch (switch_mm), stamped with the task switched away from: no mark of
+            # what runs. flush_tlb_func() counts TLB on entry for a remote request; it reports one of these
+            # two reasons unless it returns early (the CPU lazy or in init_mm), which no event shows.
+            f.tlb += inside and ("reason:remote shootdown" in rest or "reason:remote wrong CPU" in rest)
+            continue
         if name.startswith("remote_"):
+            if name == "remote_sched_switch":
+                p = int(kv["next_pid"])
+                if p in f.watch:
+                    f.watch[p]["elsewhere"].append(ts)
+                continue
             if name == "remote_sched_process_fork":
                 name = "sched_process_fork"
             elif name != "remote_sched_stat_runtime":
                 continue
         else:
             on_cpu = pid
+            if name == "local_timer_entry":
+                last_tick = ts
+            # The first event under another task after cur's last one: a switch away from cur that the trace
+            # never shows happened before it (and after cur's last update, cur_upd).
+            if pid == cur:
+                other_first = None
+            elif other_first is None:
+                other_first = ts
         if pid == 0 and not name.startswith("remote_") and name != "sched_process_fork":
             idle_seen = ts
         if name == "sched_process_fork":
@@ -180,7 +221,14 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
             p, ns = int(kv["pid"]), int(kv["runtime"])
             # Only updates of this CPU's current task: on this CPU the line's task is current; from
             # elsewhere, the task this CPU last showed as current.
-            if not inside or (p != pid if name == "sched_stat_runtime" else p != on_cpu):
+            if p != pid if name == "sched_stat_runtime" else p != on_cpu:
+                continue
+            if edge and intruder(p):
+                # CPU time in the spans where rtd was reading: on either side of its sample (its table of
+                # intruders is read at the start of the span, the totals later).
+                f.ambiguous_s += ns / 1e9
+                f.ambiguous_by_pid[p] = f.ambiguous_by_pid.get(p, 0.0) + ns / 1e9
+            if not inside:
                 continue
             if p in job_pids:
                 f.job["s"] += ns / 1e9
@@ -190,6 +238,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
                 # An intruder running across a boundary: rtd's sample holds it up to its last tick.
                 if running_at.get(p) and ts - t0 <= 0.004:
                     f.ambiguous_s += ns / 1e9
+                    f.ambiguous_by_pid[p] = f.ambiguous_by_pid.get(p, 0.0) + ns / 1e9
             continue
         if edge:
             f.ambiguous += 1
@@ -199,12 +248,23 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
                 # The unrecorded switch to prev: from the idle task (after its last stamp), or one the
                 # tracepoint itself never fired for (rtd's program misses the same: its missed_events).
                 f.reconstructed += 1
+                if cur:
+                    # A switch away from a task, not reported: its slice's last update_curr() (its
+                    # sched_stat_runtime) is missing too. When it happened is bounded by the trace.
+                    f.unseen.append((cur, cur_upd, other_first if other_first is not None else ts))
+                    f.watch.setdefault(cur, {"runtime": [], "elsewhere": []})
+                    f.unwatched |= {cur} - set(watch)
                 lo = idle_seen if cur == 0 and idle_seen is not None else last_switch
                 switch_in(prev, lo, ts, kv["prev_comm"])
             if inside and prev:
                 f.switches += 1
             switch_in(nxt, ts, ts, kv["next_comm"])
             cur, last_switch, on_cpu = nxt, ts, nxt
+            # Its CPU time runs from the runqueue clock's value at its pick, which may be older than this
+            # event: a __schedule() after a wakeup preemption skips the clock update. So from the last update
+            # surely before: a tick, or the switch before this one.
+            cur_upd, other_first = max(last_tick, last_switch_ts), None
+            last_switch_ts = ts
             if ts <= t0:
                 running_at = {nxt: True}
             continue
@@ -229,3 +289,31 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=()):
             f.vectors[vec_start[0]][1] += ts - vec_start[1]
             vec_start = None
     return f
+
+
+def unseen_bounds(f, a0, t0, t1, b1, r0, r1, run_ns):
+    """Bounds (lo, hi) in seconds of the CPU time the trace lacks, in the window (t0, t1], of each task whose
+    switch-outs it never shows: {pid: (lo, hi)}. run_ns: {pid: growth of its /proc/TID/schedstat run time
+    over (r0, r1]}, a span that holds the window. [a0, t0] and (t1, b1] are the spans of rtd's readings.
+
+    Blind spot of this kernel (6.18, a Firecracker guest): no tracepoint fires while a thread of the VM's
+    PID 1 is switched out (sched_switch and the sched_stat_runtime of its last update_curr() alike), though
+    the runqueue's nr_switches counts the switch. So the trace lacks the last piece of each such slice. Their
+    sum over (r0, r1] is exact: the task's own sum_exec_runtime less every update the trace has of it on any
+    CPU. Each piece lies at its unseen switch, which the trace places between two events, so a piece is at
+    most that gap. The window's missing time is then at least the sum less the gaps of the pieces that may
+    lie outside the window, and at most the smaller of the sum and the gaps of those that may lie inside it.
+    A switch-in elsewhere in the span means pieces the trace cannot place: the lower bound opens to 0."""
+    out = {}
+    for pid, w in f.watch.items():
+        pieces = [(a, b) for p, a, b in f.unseen if p == pid and r0 < b and a <= r1]
+        if not pieces or pid not in run_ns:
+            continue
+        seen = sum(ns for ts, ns in w["runtime"] if r0 < ts <= r1)
+        missing = max(0, run_ns[pid] - seen) / 1e9
+        may_in = sum(b - a for a, b in pieces if a < b1 and b > a0)       # rtd's spans: either side
+        may_out = sum(b - a for a, b in pieces if a < t0 or b > t1)
+        elsewhere = any(r0 < ts <= r1 for ts in w["elsewhere"])
+        lo = 0.0 if elsewhere else max(0.0, missing - may_out)
+        out[pid] = (lo, max(lo, min(missing, may_in)))
+    return out

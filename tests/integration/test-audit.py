@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from audit_trace import Trace, analyse
+from audit_trace import Trace, analyse, unseen_bounds
 from rtdtest import Knobs, Rtd, Skip, knob_lock, need_root, run_tests, test
 
 CPU = os.cpu_count() - 1
@@ -63,6 +63,22 @@ def schedstat(pid):
     return int(run_ns), int(slices)
 
 
+def pid1_threads():
+    """Threads of the VM's PID 1 (outside rtd's PID namespace): their switch-outs are never traced here."""
+    return {int(t) for t in os.listdir("/proc/1/task")}
+
+
+def run_times(tids):
+    """{tid: (run ns from /proc/TID/schedstat, CLOCK_MONOTONIC just after the read)}"""
+    out = {}
+    for t in tids:
+        try:
+            out[t] = (schedstat(f"1/task/{t}")[0], mono())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
 def worker_pids(rtd):
     """rtd's workers (kernel pids): the processes rtd forked. Jobs are their children (fork events)."""
     kids = set()
@@ -85,8 +101,23 @@ class Audit:
         if not ok:
             self.bad.append(figure)
 
-    def seconds(self, figure, rtd, kernel, slack=0.0, floor=0.0, short_ok=False):
-        ok = abs(rtd - kernel) <= 0.02 * kernel + slack + floor or short_ok and rtd <= kernel
+    def within(self, figure, rtd, lo, hi, note=""):
+        ok = lo <= rtd <= hi
+        self.rows.append((figure, rtd, f"{lo}..{hi}", ("within" if ok else "outside") + (f" ({note})" if note else ""), ok))
+        if not ok:
+            self.bad.append(figure)
+
+    def between(self, figure, rtd, lo, hi, slack=0.0):
+        """rtd within 2% of the kernel's figure, which the trace bounds to [lo, hi] (an unseen switch)."""
+        if hi - lo < 1e-9:
+            return self.seconds(figure, rtd, lo, slack)
+        ok = lo - 0.02 * lo - slack <= rtd <= hi + 0.02 * hi + slack
+        self.rows.append((figure, "%.6f" % rtd, "%.6f..%.6f" % (lo, hi), "within" if ok else "outside", ok))
+        if not ok:
+            self.bad.append(figure)
+
+    def seconds(self, figure, rtd, kernel, slack=0.0, floor=0.0):
+        ok = abs(rtd - kernel) <= 0.02 * kernel + slack + floor
         self.rows.append((figure, "%.6f" % rtd, "%.6f" % kernel,
                           "%+.2f%%" % (100 * (rtd - kernel) / kernel) if kernel else "%+.6f" % (rtd - kernel), ok))
         if not ok:
@@ -98,6 +129,11 @@ class Audit:
               f"ftrace did not record (reconstructed) {self.f.reconstructed}, trace lost "
               f"{self.lost}, rtd missed events {self.b['missed_events'] - self.a['missed_events']} "
               f"(unrecovered {self.b['missed_unrecovered'] - self.a['missed_unrecovered']})")
+        n, gaps = getattr(self, "unseen", (0, {}))
+        if n:
+            print(f"    switches away from a task no tracepoint reported: {n}; the kernel's time the trace lacks, "
+                  "bounded by schedstat and the trace's gaps: " +
+                  ", ".join(f"{p} {lo * 1e3:.3f}..{hi * 1e3:.3f} ms" for p, (lo, hi) in sorted(gaps.items())))
         top = sorted(self.f.by_pid.items(), key=lambda kv: -kv[1][1])[:5]
         print("    kernel's top intruders: " + ", ".join(f"{c}/{p} {r} runs {s * 1e3:.3f} ms" for p, (r, s, c) in top))
         print(f"    {'figure':34} | {'rtd':>12} | {'kernel':>12} | difference")
@@ -108,24 +144,40 @@ class Audit:
 
 def audit_window(rtd, scenario, run):
     """Run the scenario between two samples, traced by an instance of its own."""
-    trace = Trace(CPU, f"rtd-audit-{os.getpid()}")
+    watch = pid1_threads()
+    trace = Trace(CPU, f"rtd-audit-{os.getpid()}", watch)
     try:
         ints0, soft0 = proc_rows("interrupts", None), proc_rows("softirqs", None)
+        rt0 = run_times(watch)
         A = sample_after(rtd, mono())
         ctx = run() or {}
         B = sample_after(rtd, mono())
+        rt1 = run_times(watch)
         ints1, soft1 = proc_rows("interrupts", None), proc_rows("softirqs", None)
         events, lost = trace.stop()
     finally:
         trace.close()
+    ctx["run_times"] = (rt0, rt1)
     return A, B, ctx, (ints0, soft0, ints1, soft1), events, lost
 
 
 def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
     jobs = ctx.get("jobs", [])
     job_pids = ctx.get("job_pids", set())
-    f = analyse(events, A["sample_monotonic"]["start"], A["sample_monotonic"]["end"],
-                B["sample_monotonic"]["start"], B["sample_monotonic"]["end"], exempt, job_pids)
+    rt0, rt1 = ctx["run_times"]
+    t0, t1 = A["sample_monotonic"]["end"], B["sample_monotonic"]["start"]
+    f = analyse(events, A["sample_monotonic"]["start"], t0, t1, B["sample_monotonic"]["end"], exempt, job_pids,
+                watch=set(rt0) & set(rt1))
+    # Switches away from a task that no tracepoint reported (threads of PID 1 here): the trace lacks the last
+    # piece of those slices; the kernel's own clock of each (schedstat) bounds it. r0, r1: the reads.
+    r0 = max([ts for _, ts in rt0.values()] or [t0])
+    r1 = min([ts for _, ts in rt1.values()] or [t1])
+    gaps = unseen_bounds(f, A["sample_monotonic"]["start"], t0, t1, B["sample_monotonic"]["end"], r0, r1,
+                         {t: rt1[t][0] - rt0[t][0] for t in set(rt0) & set(rt1)})
+    # Unwatched tasks (not of PID 1): no schedstat, only the trace's gaps bound them.
+    for pid in f.unwatched:
+        gaps[pid] = (0.0, sum(b - a for p, a, b in f.unseen if p == pid and a < B["sample_monotonic"]["end"]
+                              and b > A["sample_monotonic"]["start"]))
     au = Audit(scenario, f, A, B, lost)
     a, b = au.a, au.b
     def d(k):
@@ -139,9 +191,10 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
     missed_sw = d("missed_events")
     au.count("context switches", switches(b) - switches(a), f.switches, missed_sw)
     au.count("intrusions (runs)", d("intrusions"), f.intrusions, missed_sw, over=missed_sw)
-    # A slice rtd could not recover is in its missed_unrecovered: only then may its time fall short.
-    au.seconds("intrusion seconds", d("intrusion_seconds"), f.intrusion_s, slack=f.ambiguous_s,
-               short_ok=d("missed_unrecovered") > 0)
+    # No allowance for rtd's own figure: only the kernel's record has a blind spot, bounded above.
+    au.between("intrusion seconds", d("intrusion_seconds"), f.intrusion_s + sum(lo for lo, _ in gaps.values()),
+               f.intrusion_s + sum(hi for _, hi in gaps.values()), slack=f.ambiguous_s)
+    au.within("slices rtd could not recover", d("missed_unrecovered"), 0, 0)
     # Counts: the kernel's own counter in rtd's sample must be exact; the count rtd's programs saw (with
     # their time) may fall short of it by events whose tracepoint never ran them, which rtd shows.
     au.count("hardirqs (numbered, kernel's count in rtd)", d("hardirqs_kernel"), sum(f.irqs.values()))
@@ -166,6 +219,17 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
                        floor=kn[0] * 2e-6 + max(0, kc - tc) * kn[1] / kn[0])
     # /proc/interrupts brackets the window (read before A and after B): never below the trace's count.
     ints0, soft0, ints1, soft1 = procs
+    # TLB: remote flush requests handled (several may share one CAL). No event marks each one (tlb_flush
+    # reports some the row does not count, and misses the handler's early returns: 25 events against 22
+    # here), so the row is checked against itself: /proc/interrupts read around the window holds it.
+    kc = b["vectors"]["TLB"]["kernel_count"] - a["vectors"]["TLB"]["kernel_count"]
+    au.within("TLB (kernel's count in rtd; /proc around)", kc, 0, ints1.get("TLB", 0) - ints0.get("TLB", 0),
+              f"trace's tlb_flush remote: {f.tlb}")
+    # Counted since the programs were attached, both of them: the programs never above the kernel.
+    for row in ("LOC", "RES", "CAL", "IWI"):
+        if b["vectors"][row]["count"] > b["vectors"][row]["kernel_count"]:
+            au.bad.append(f"vector {row}: the programs' count since attach {b['vectors'][row]['count']} above "
+                          f"the kernel's {b['vectors'][row]['kernel_count']}")
     for row in ("LOC", "RES", "CAL", "IWI"):
         if ints1.get(row, 0) - ints0.get(row, 0) < f.vectors.get(row, [0])[0]:
             au.bad.append(f"/proc/interrupts {row} below the trace")
@@ -178,6 +242,11 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
         e[0] += x["runs"] - p["runs"]
         e[1] += x["seconds"] - p["seconds"]
     other_runs = b["intruders_other"]["runs"] - a["intruders_other"]["runs"]
+    for pid, (lo, hi) in sorted(gaps.items()):
+        k = f.by_pid.get(pid, [0, 0.0, "?"])
+        au.between(f"{after.get(pid, ['', '', k[2]])[2]}/{pid} seconds (unseen switch-outs)", after.get(pid, [0, 0.0])[1],
+                   k[1] + lo, k[1] + hi, slack=f.ambiguous_by_pid.get(pid, 0.0))
+    au.unseen = (len(f.unseen), gaps)
     unnamed = [p for p, (runs, _, _) in f.by_pid.items() if runs and after.get(p, [0])[0] == 0]
     named_runs = sum(after.get(p, [0])[0] for p in f.by_pid)
     au.count("runs of named intruders + other", named_runs + other_runs,
@@ -250,10 +319,18 @@ def audit_round():
     load = None
     tmp = tempfile.mkdtemp(prefix="rtd-audit-")
     try:
+        ints_before = proc_rows("interrupts", ("LOC", "CAL", "TLB"))
         rtd.start()
-        st = metrics(rtd)["collector"]
+        first = metrics(rtd)
+        ints_started = proc_rows("interrupts", ("LOC", "CAL", "TLB"))
+        st = first["collector"]
         if not st["bpf_enabled"]:
             raise Skip(f"BPF collector unavailable: {st.get('reason')}")
+        # The kernel's counts in rtd are since its programs were attached: within what /proc/interrupts
+        # counted since before rtd started (a count since boot, the old TLB row, is far above).
+        for row in ("LOC", "CAL", "TLB"):
+            got = first["cpus"][CPU]["vectors"][row]["kernel_count"]
+            assert got <= ints_started[row] - ints_before[row], (row, got, ints_before, ints_started)
         # The test stays on the housekeeping CPU: rtd in its PID namespace cannot move it.
         os.sched_setaffinity(0, {int(HK)})
         windows = []
@@ -283,9 +360,18 @@ def audit_round():
             known = dict([reap_known(hog, "sh"), reap_known(sleeper, "python3")])
             return {"known": known}
 
+        def tlb_shootdowns():
+            # A process of two threads from outside rtd's PID namespace: one spins on the reserved CPU, the
+            # other unmaps pages on the housekeeping CPU, so each unmap sends the reserved CPU a TLB flush.
+            storm = os.environ.get("RTD_TLB_STORM") or os.path.join(os.environ["RTD_BUILD_DIR"], "tests/integration/tlb-storm")
+            p = subprocess.run([storm, "1.5", HK, str(CPU)], check=True,
+                               capture_output=True, text=True)
+            return {"unmaps": int(p.stdout)}
+
         scenarios = [("idle reservation", idle), ("CPU-bound job, machine idle", job_busy)]
         scenarios += [("sleep-heavy job", job_sleepy), ("IRQ-heavy I/O on housekeeping", io_on_housekeeping),
-                      ("intruders pinned from outside rtd's PID namespace", known_intruders)]
+                      ("intruders pinned from outside rtd's PID namespace", known_intruders),
+                      ("TLB shootdowns from a process on both CPUs", tlb_shootdowns)]
         for name, fn in scenarios:
             exempt |= worker_pids(rtd)          # rtd replaces workers: take them before each window
             windows.append((name,) + audit_window(rtd, name, fn))

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* The BPF collector's hash maps copied into a Sample: per-IRQ counts, the intruder table, IPI senders.
+ * Map fds only, no skeleton (bpf-metrics.c owns it). */
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf-metrics-maps.h"
+#include "sched-metrics.h"
+#include "shared/macro.h"
+
+int bpf_maps_read_irqs(int fd, int nfd, unsigned n_possible, Sample *s) {
+        _cleanup_free_ struct rtd_irq *vals = calloc(n_possible, sizeof(struct rtd_irq));
+        uint32_t key, *prev = NULL;
+
+        if (!vals)
+                return -ENOMEM;
+        while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+                IrqCounters *n, *q;
+                struct rtd_irq_name name = {};
+
+                prev = &key;
+                if (bpf_map_lookup_elem(fd, &key, vals) < 0)
+                        continue;
+                n = reallocarray(s->irqs, s->n_irqs + 1, sizeof *s->irqs);
+                if (!n)
+                        return -ENOMEM;
+                s->irqs = n;
+                q = &s->irqs[s->n_irqs];
+                *q = (IrqCounters) { .irq = key };
+                q->count = calloc(s->n_cpus, sizeof(uint64_t));
+                q->ns = calloc(s->n_cpus, sizeof(uint64_t));
+                s->n_irqs++;
+                if (!q->count || !q->ns)
+                        return -ENOMEM;
+                for (unsigned i = 0; i < s->n_cpus && i < n_possible; i++) {
+                        q->count[i] = vals[i].count;
+                        q->ns[i] = vals[i].ns;
+                }
+                if (bpf_map_lookup_elem(nfd, &key, &name) == 0)
+                        (void) snprintf(q->name, sizeof q->name, "%.*s", RTD_IRQ_NAME, name.name);
+        }
+        return 0;
+}
+
+/* Every entry of the table; the running intruder's time is in it up to its last tick (intruder_fold()). */
+int bpf_maps_read_intruders(int fd, Sample *s) {
+        struct rtd_intruder_key key, *prev = NULL;
+
+        while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+                struct rtd_intruder v;
+                IntruderCounters *n;
+
+                prev = &key;
+                if (bpf_map_lookup_elem(fd, &key, &v) < 0)
+                        continue;
+                n = reallocarray(s->intruders, s->n_intruders + 1, sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                s->intruders = n;
+                n[s->n_intruders] = (IntruderCounters) {
+                        .cpu = key.cpu, .pid = key.pid, .tgid = v.tgid, .start_time = key.start_time,
+                        .kind = v.kind, .ns = v.ns, .count = v.count,
+                };
+                (void) snprintf(n[s->n_intruders].comm, sizeof n->comm, "%.*s", (int) sizeof v.comm, v.comm);
+                s->n_intruders++;
+        }
+        return 0;
+}
+
+int bpf_maps_read_ipis(int fd, Sample *s) {
+        struct rtd_ipi_key key, *prev = NULL;
+
+        while (bpf_map_get_next_key(fd, prev, &key) == 0) {
+                struct rtd_ipi v;
+                IpiCounters *n;
+
+                prev = &key;
+                if (bpf_map_lookup_elem(fd, &key, &v) < 0)
+                        continue;
+                n = reallocarray(s->ipis, s->n_ipis + 1, sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                s->ipis = n;
+                n[s->n_ipis] = (IpiCounters) {
+                        .cpu = key.cpu, .callsite = key.callsite, .callback = key.callback, .count = v.count,
+                        .sender_cpu = v.sender_cpu, .sender_pid = v.sender_pid,
+                };
+                (void) snprintf(n[s->n_ipis].sender_comm, sizeof n->sender_comm, "%.*s",
+                                (int) sizeof v.sender_comm, v.sender_comm);
+                s->n_ipis++;
+        }
+        return 0;
+}

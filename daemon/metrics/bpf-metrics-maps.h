@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* The BPF collector's hash maps copied into a Sample (bpf-metrics-maps.c). Each returns 0 or -errno. */
+#pragma once
+
+#include "collector.h"
+
+/* The per-CPU `irqs` map and the handler names of `irq_names`: n_possible slots a value. */
+int bpf_maps_read_irqs(int fd, int names_fd, unsigned n_possible, Sample *s);
+/* Every entry of the `intruders` table. */
+int bpf_maps_read_intruders(int fd, Sample *s);
+/* The IPIs sent to reserved CPUs, by call site (named later: kallsyms). */
+int bpf_maps_read_ipis(int fd, Sample *s);
