@@ -15,14 +15,13 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rtctl.h"
 #include "shared/http1.h"
 #include "shared/macro.h"
 #include "shared/sse.h"
+#include "shared/unix-conn.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
 #define MAX_BUFFERED_BODY (64u * 1024 * 1024)
@@ -92,72 +91,22 @@ static void conn_close(void) {
 }
 
 static int conn_open(Ctl *c) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int ms = timeout_ms();
-        struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000 };
         int fd;
 
         if (conn_fd >= 0) {
                 conn_reused = true;
                 return 0;
         }
-        if (strlen(c->socket_path) >= sizeof sa.sun_path) {
-                fprintf(stderr, "rtctl: the socket path %s is longer than a unix socket path can be (%zu bytes)\n",
-                        c->socket_path, sizeof sa.sun_path - 1);
+        fd = unix_conn_open(c->socket_path, timeout_ms());
+        if (fd == -ENAMETOOLONG) {
+                fprintf(stderr, "rtctl: the socket path %s is longer than a unix socket path can be\n",
+                        c->socket_path);
                 return RTCTL_EXIT_UNREACHABLE;
         }
-        memcpy(sa.sun_path, c->socket_path, strlen(c->socket_path));
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
-                return explain_unreachable(c, errno);
-        /* A listener with a full backlog makes connect() block: bound it (unix sockets honour SO_SNDTIMEO). */
-        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
-                int e = errno;
-                close(fd);
-                return explain_unreachable(c, e);
-        }
+                return explain_unreachable(c, -fd);
         conn_fd = fd;
         conn_reused = false;
-        return 0;
-}
-
-static long long now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Wait for fd to be ready; returns 1 ready, 0 timed out, -errno. ms < 0 waits for ever. */
-static int wait_fd(int fd, short events, int ms) {
-        struct pollfd p = { .fd = fd, .events = events };
-        long long deadline = ms < 0 ? 0 : now_ms() + ms;
-        int r;
-
-        for (;;) {
-                int left = ms < 0 ? -1 : (int) MAX(0, deadline - now_ms());
-                r = poll(&p, 1, left);
-                if (r >= 0)
-                        return r > 0;
-                if (errno != EINTR)
-                        return -errno;
-        }
-}
-
-static int send_all(const char *data, size_t size, int ms) {
-        while (size > 0) {
-                ssize_t n = send(conn_fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                        int r = wait_fd(conn_fd, POLLOUT, ms);
-                        if (r <= 0)
-                                return r == 0 ? -ETIMEDOUT : r;
-                        continue;
-                }
-                if (n < 0)
-                        return -errno;
-                data += n;
-                size -= (size_t) n;
-        }
         return 0;
 }
 
@@ -190,22 +139,9 @@ static int on_body(const char *data, size_t size, void *userdata) {
 
         if (x->on_chunk && r->status >= 200 && r->status < 300)
                 return x->on_chunk(data, size, x->userdata) ? 0 : -ECANCELED;
-        if (r->size + size > MAX_BUFFERED_BODY) {
-                x->too_big = true;
-                return -EFBIG;
-        }
-        if (r->size + size + 1 > x->alloc) {
-                size_t n = MAX(x->alloc * 2, r->size + size + 1);
-                char *b = realloc(r->body, n);
-                if (!b)
-                        return -ENOMEM;
-                r->body = b;
-                x->alloc = n;
-        }
-        memcpy(r->body + r->size, data, size);
-        r->size += size;
-        r->body[r->size] = 0;
-        return 0;
+        int e = unix_conn_append(&r->body, &r->size, &x->alloc, data, size, MAX_BUFFERED_BODY);
+        x->too_big = e == -EFBIG;
+        return e;
 }
 
 static const Http1Callbacks callbacks = {
@@ -256,7 +192,7 @@ static int exchange(Ctl *c, const char *method, const char *path, json_t *body, 
                 if (r != 0)
                         return r;
                 http1_parser_init(&p, &callbacks, x);
-                r = send_all(req, req_size, ms);
+                r = unix_conn_send_all(conn_fd, req, req_size, ms);
                 /* rtd may have answered and closed before reading it all (a refusal): read the answer. */
                 if (r == -EPIPE || r == -ECONNRESET)
                         r = 0;
@@ -265,7 +201,7 @@ static int exchange(Ctl *c, const char *method, const char *path, json_t *body, 
                         ssize_t n;
                         size_t used;
 
-                        r = wait_fd(conn_fd, POLLIN, idle);
+                        r = unix_conn_wait(conn_fd, POLLIN, idle);
                         if (r == 0)
                                 r = -ETIMEDOUT;
                         if (r < 0)

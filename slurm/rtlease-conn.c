@@ -12,12 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
 
 #include "rtlease-conn.h"
 #include "shared/http1.h"
 #include "shared/macro.h"
+#include "shared/unix-conn.h"
 
 #define RTLEASE_MAX_BODY (1024 * 1024)
 
@@ -39,50 +38,13 @@ static int on_head_done(int status, void *userdata) {
 
 static int on_body(const char *data, size_t size, void *userdata) {
         Collect *c = userdata;
-        RtReply *r = c->reply;
-
-        if (r->size + size > RTLEASE_MAX_BODY)
-                return -EFBIG;
-        if (r->size + size + 1 > c->alloc) {
-                size_t n = MAX(c->alloc * 2, r->size + size + 1);
-                char *b = realloc(r->body, n);
-                if (!b)
-                        return -ENOMEM;
-                r->body = b;
-                c->alloc = n;
-        }
-        memcpy(r->body + r->size, data, size);
-        r->size += size;
-        r->body[r->size] = 0;
-        return 0;
+        return unix_conn_append(&c->reply->body, &c->reply->size, &c->alloc, data, size, RTLEASE_MAX_BODY);
 }
 
 static const Http1Callbacks callbacks = {
         .on_head_done = on_head_done,
         .on_body = on_body,
 };
-
-static long long now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* 1 ready, -ETIMEDOUT, -errno. */
-static int wait_fd(int fd, short events, int ms) {
-        struct pollfd p = { .fd = fd, .events = events };
-        long long deadline = now_ms() + ms;
-
-        for (;;) {
-                int r = poll(&p, 1, (int) MAX(0, deadline - now_ms()));
-                if (r > 0)
-                        return 1;
-                if (r == 0)
-                        return -ETIMEDOUT;
-                if (errno != EINTR)
-                        return -errno;
-        }
-}
 
 static void set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
 static void set_error(char **ret_error, const char *fmt, ...) {
@@ -98,51 +60,19 @@ static void set_error(char **ret_error, const char *fmt, ...) {
 }
 
 static int connect_socket(const RtPluginArgs *a, char **ret_error) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        struct timeval tv = { .tv_sec = a->timeout_ms / 1000, .tv_usec = a->timeout_ms % 1000 * 1000 };
-        _cleanup_close_ int fd = -EBADF;
+        int fd = unix_conn_open(a->socket, a->timeout_ms);
 
-        if (strlen(a->socket) >= sizeof sa.sun_path)
-                return -ENAMETOOLONG;
-        memcpy(sa.sun_path, a->socket, strlen(a->socket));
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        /* connect() on a unix socket whose listener's backlog is full blocks; SO_SNDTIMEO bounds it. */
-        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
-                int e = errno;
-
-                if (e == ENOENT || e == ENOTDIR)
-                        set_error(ret_error, "rtd is not running on this node: %s does not exist", a->socket);
-                else if (e == ECONNREFUSED)
-                        set_error(ret_error, "rtd is not running on this node: nobody listens on %s", a->socket);
-                else if (e == EAGAIN || e == EINPROGRESS) {
-                        set_error(ret_error, "rtd on %s did not accept the connection within %d s", a->socket,
-                                  a->timeout_ms / 1000);
-                        return -ETIMEDOUT;
-                } else
-                        set_error(ret_error, "cannot connect to rtd on %s: %s", a->socket, strerror(e));
-                return -e;
-        }
-        return TAKE_FD(fd);
-}
-
-static int send_all(int fd, const char *data, size_t size, int ms) {
-        while (size > 0) {
-                ssize_t n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                        int r = wait_fd(fd, POLLOUT, ms);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                if (n < 0)
-                        return -errno;
-                data += n;
-                size -= (size_t) n;
-        }
-        return 0;
+        if (fd == -ENOENT || fd == -ENOTDIR)
+                set_error(ret_error, "rtd is not running on this node: %s does not exist", a->socket);
+        else if (fd == -ECONNREFUSED)
+                set_error(ret_error, "rtd is not running on this node: nobody listens on %s", a->socket);
+        else if (fd == -EAGAIN || fd == -EINPROGRESS) {
+                set_error(ret_error, "rtd on %s did not accept the connection within %d s", a->socket,
+                          a->timeout_ms / 1000);
+                return -ETIMEDOUT;
+        } else if (fd < 0)
+                set_error(ret_error, "cannot connect to rtd on %s: %s", a->socket, strerror(-fd));
+        return fd;
 }
 
 int rtlease_call(const RtPluginArgs *a, const char *method, const char *path, const char *body, RtReply *ret,
@@ -165,7 +95,7 @@ int rtlease_call(const RtPluginArgs *a, const char *method, const char *path, co
                 return fd;
 
         http1_parser_init(&p, &callbacks, &c);
-        r = send_all(fd, req, req_size, a->timeout_ms);
+        r = unix_conn_send_all(fd, req, req_size, a->timeout_ms);
         /* rtd may refuse and close before reading everything: its answer is still there to read. */
         if (r == -EPIPE || r == -ECONNRESET)
                 r = 0;
@@ -173,7 +103,9 @@ int rtlease_call(const RtPluginArgs *a, const char *method, const char *path, co
                 ssize_t n;
                 size_t used;
 
-                r = wait_fd(fd, POLLIN, a->timeout_ms);
+                r = unix_conn_wait(fd, POLLIN, a->timeout_ms);
+                if (r == 0)
+                        r = -ETIMEDOUT;
                 if (r < 0)
                         break;
                 n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
