@@ -33,6 +33,8 @@ typedef struct StoreSyncer {
 
 int store_syncer_start(StoreSyncer *y, const char *db_path);
 void store_syncer_stop(StoreSyncer *y);
+/* Gives the calling store thread its scheduling: one priority below rtd's loop (store.c says why). */
+void store_thread_below_loop(void);
 
 struct Store {
         sqlite3 *db;

@@ -44,6 +44,7 @@ static void *syncer_thread(void *userdata) {
         struct timespec batch = { .tv_sec = 0, .tv_nsec = STORE_SYNC_BATCH_USEC * 1000L };
         uint64_t n;
 
+        store_thread_below_loop();
         while (read(y->wake_fd, &n, sizeof n) == sizeof n || errno == EINTR) {
                 if (atomic_load(&y->stop))
                         break;

@@ -164,26 +164,31 @@ static bool checkpoint_passive(Checkpointer *c) {
         return false;
 }
 
-static void *checkpoint_thread(void *userdata) {
-        Checkpointer *c = userdata;
+/*
+ * The store's threads (checkpoints, group sync) run just below rtd's loop. Not SCHED_IDLE: under a user's
+ * load on the housekeeping CPUs an idle-class thread gets no CPU at all, so checkpoints stop and a killed
+ * rtd stays a zombie until the load ends (it cannot exit). When the loop is real-time (main.c says why), one
+ * priority below it: never starved by CFS load, always preempted by the loop. The loop's
+ * SCHED_RESET_ON_FORK gave this thread SCHED_OTHER (it applies to threads too): ask the loop's thread (the
+ * thread group leader) what it runs.
+ */
+void store_thread_below_loop(void) {
         struct sched_param sp;
-        uint64_t n;
-        int policy;
+        int policy = sched_getscheduler(getpid());
 
-        /*
-         * Not SCHED_IDLE: under a user's load on the housekeeping CPUs an idle-class thread gets no CPU at
-         * all, so checkpoints stop and a killed rtd stays a zombie until the load ends (it cannot exit).
-         * When the loop is real-time (main.c says why), one priority below it: never starved by CFS load,
-         * always preempted by the loop. The loop's SCHED_RESET_ON_FORK gave this thread SCHED_OTHER (it
-         * applies to threads too): ask the loop's thread (the thread group leader) what it runs.
-         */
-        policy = sched_getscheduler(getpid());
         if (policy >= 0 && (policy & ~SCHED_RESET_ON_FORK) == SCHED_RR && sched_getparam(getpid(), &sp) == 0 &&
             sp.sched_priority > 1) {
                 sp.sched_priority--;
                 (void) pthread_setschedparam(pthread_self(), SCHED_RR | SCHED_RESET_ON_FORK, &sp);
         } else
                 (void) setpriority(PRIO_PROCESS, (id_t) gettid(), getpriority(PRIO_PROCESS, (id_t) getpid()));
+}
+
+static void *checkpoint_thread(void *userdata) {
+        Checkpointer *c = userdata;
+        uint64_t n;
+
+        store_thread_below_loop();
         while (read(c->wake_fd, &n, sizeof n) == sizeof n || errno == EINTR) {
                 if (atomic_load(&c->stop))
                         break;
