@@ -30,9 +30,15 @@ __u32 n_listed;
 extern unsigned int CONFIG_HZ __kconfig __weak;
 __u32 kernel_hz;
 
-/* kfuncs (6.2+; older bpftool's vmlinux.h does not declare them). */
+/* kfuncs (6.2+; older bpftool's vmlinux.h does not declare them). The RTD_NO_KFUNCS build (for kernels
+ * without them, bpf/meson.build) has no externs at all: a null bpf_task_from_pid compiles its users out. */
+#ifdef RTD_NO_KFUNCS
+#define bpf_task_from_pid ((struct task_struct *(*)(s32)) 0)
+#define bpf_task_release(p) ((void) (p))
+#else
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
 extern void bpf_task_release(struct task_struct *p) __ksym __weak;
+#endif
 
 /* Written by user space: the starvation guard is on (waiters below are kept), and rtd's PID namespace
  * (its level and inode number) to name waiters by the tids rtd can act on. */

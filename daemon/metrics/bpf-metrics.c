@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf-features.h"
 #include "collector.h"
 #include "kallsyms.h"
 #include "sched-metrics.h"
@@ -676,6 +677,7 @@ const char *bpf_collector_fallbacks(Collector *c) {
 int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret, char **ret_reason) {
         BpfCollector *b;
         const char *e, *force = getenv("RTD_BPF_ATTACH");
+        bool kfuncs;
         int n, r;
 
         /* Test and diagnostic switch: run the procfs collector on a BPF build. */
@@ -711,13 +713,17 @@ int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret
                 return -ENOMEM;
         }
 
-        b->skel = sched_metrics__open();
+        kfuncs = bpf_features_kfuncs();
+        b->skel = bpf_features_open(kfuncs);
         if (!b->skel) {
                 r = -errno;
                 *ret_reason = reason_for("cannot open the BPF object", r);
                 goto fail;
         }
         b->btf = force ? streq(force, "tp_btf") : tp_btf_usable();
+        if (b->btf && !kfuncs)
+                note_fallback(b, "missed-switch recovery", "no bpf_task_from_pid kfunc before kernel 6.2: an "
+                              "intruder's slice whose switch-out was missed counts as unrecovered");
         choose_programs(b);
         (void) bpf_map__set_max_entries(b->skel->maps.cpus, n);
         /* Room for a full table on every CPU: inserts then fail only where the per-CPU bound says so. */
