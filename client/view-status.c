@@ -80,11 +80,18 @@ static void start_line(View *v, json_t *r) {
 }
 
 static void metrics_line(View *v, json_t *m) {
-        if (json_is_true(json_object_get(m, "bpf_enabled")))
+        const char *fb = json_string_value(json_object_get(m, "fallbacks"));
+
+        if (json_is_true(json_object_get(m, "bpf_enabled"))) {
                 view_field(v, "Metrics", "eBPF (%s), %lld collection%s%s", view_jstr(v, m, "attach", "attached"),
                            view_jint(m, "collections"), view_jint(m, "collections") == 1 ? "" : "s",
                            view_jint(m, "collection_errors") ? ", with errors" : "");
-        else if (json_object_get(m, "collector"))
+                /* What this kernel cannot trace, one line each ("what: not traced (what stands in)"). */
+                for (const char *e; fb && *fb; fb = e ? e + 2 : NULL) {
+                        e = strstr(fb, "; ");
+                        view_field(v, "Missing", "%.*s", e ? (int) (e - fb) : (int) strlen(fb), fb);
+                }
+        } else if (json_object_get(m, "collector"))
                 view_field(v, "Metrics", "%s (eBPF unavailable%s%s), %lld collections",
                            view_jstr(v, m, "collector", "procfs"), json_is_string(json_object_get(m, "reason")) ? ": " : "",
                            view_jstr(v, m, "reason", ""), view_jint(m, "collections"));

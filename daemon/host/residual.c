@@ -57,10 +57,12 @@ json_t *residual_sources(int proc_fd, int sys_fd, const CpuSet *reserved) {
         (void) cpuset_format(reserved, &list);
         /* The sysfs file exists only on a kernel built with CONFIG_NO_HZ_FULL. */
         nohz_kernel = read_one_line_at(sys_fd, "devices/system/cpu/nohz_full", &nohz) >= 0;
+        if (nohz && streq(nohz, "(null)"))      /* what the file says when no CPU is nohz_full (6.1) */
+                nohz = drop(nohz);
         tick_stopped = nohz_kernel && covers(nohz, reserved);
         if (asprintf(&ev, nohz_kernel ? "nohz_full=%s on this boot" : "kernel built without CONFIG_NO_HZ_FULL "
                      "(no /sys/devices/system/cpu/nohz_full): the tick runs at HZ on a busy CPU%s",
-                     nohz_kernel ? strempty(nohz) : "") < 0 ||
+                     nohz_kernel ? nohz ?: "(absent)" : "") < 0 ||
             asprintf(&rem, nohz_kernel ? "boot with nohz_full=%s" : "a kernel built with CONFIG_NO_HZ_FULL, "
                      "booted with nohz_full=%s", strempty(list)) < 0)
                 return a;

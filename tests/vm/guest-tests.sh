@@ -356,6 +356,16 @@ Backend=systemd
 [Access]
 MaxCoresPerUser=1"; then
         pass "systemd: rtd starts as $RTD_UNIT and answers rtctl status"
+        # The unit's capabilities have no CAP_SYS_ADMIN: libbpf 1.1 fails the whole load on 6.1 if a program
+        # uses a kfunc vmlinux lacks (docs/metrics.md). What the kernel lacks is named, never a silent zero.
+        mj=$(status_json | jq -c '.metrics | {collector, attach, reason, fallbacks}' 2>/dev/null)
+        check "systemd: the eBPF collector loads under rtd.service (not procfs)" "$mj" \
+                '[ "$(jq -r .collector <<<"$mj")" = bpf ]'
+        case $(uname -r) in
+        6.1.*)  check "systemd: status names what 6.1 cannot trace (ipi_send_cpu)" \
+                        "$(rtctl status 2>&1 | grep Missing | tr -s ' ' | tr '\n' '|')" \
+                        '[[ $mj == *ipi_send_cpu:* ]]' ;;
+        esac
         sec "topology"
         topo=$(rtctl topology --json 2>&1)
         printf '%s\n' "$topo" >"$RES/topology.json"
