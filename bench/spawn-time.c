@@ -34,7 +34,7 @@ static double now_us(void) {
 }
 
 int main(int argc, char **argv) {
-        char *args[MAX_CMDS][MAX_ARGS + 1];
+        char *args[MAX_CMDS][MAX_ARGS + 1], *copies[MAX_CMDS] = {};
         posix_spawn_file_actions_t fa;
         int n, ncmd = argc - 2;
 
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
                 return 2;
         }
         for (int c = 0; c < ncmd; c++) {
-                char *copy = strdup(argv[c + 2]), *save = NULL;
+                char *copy = copies[c] = strdup(argv[c + 2]), *save = NULL;
                 int k = 0;
                 if (!copy)
                         return 1;
@@ -79,6 +79,9 @@ int main(int argc, char **argv) {
                 qsort(v, (size_t) n, sizeof *v, cmp_double);
                 printf("%.1f %.1f %.1f %.1f %s\n", v[n / 2], v[n / 10], v[n * 9 / 10], v[0], argv[c + 2]);
         }
+        posix_spawn_file_actions_destroy(&fa);
         free(t);
+        for (int c = 0; c < ncmd; c++)
+                free(copies[c]);        /* args[] points into them: freed only now */
         return 0;
 }
