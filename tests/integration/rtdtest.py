@@ -350,15 +350,7 @@ class SubmitGroupRtd:
                 subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.state_tmpfs},mode=0755", self.name,
                                 self.mounted], check=True)
             self.rtd.start()
-            end = time.time() + 10
-            while time.time() < end:
-                st, s = api(self.rtd, "GET", "/v1/status")
-                ws = (s.get("jobs") or {}).get("workers", []) if st == 200 else []
-                if ws and all(w["state"] in ("idle", "busy") for w in ws):
-                    break
-                time.sleep(0.05)
-            else:
-                raise AssertionError(f"no worker became ready: {s}")
+            wait_workers_ready(self.rtd)
         except BaseException:
             self.cleanup()
             raise
@@ -374,11 +366,29 @@ class SubmitGroupRtd:
 
     def __exit__(self, *exc):
         self.cleanup()
-        diff = self.knobs.diff()
-        if diff:
-            self.knobs.restore()
-            if not exc[0]:
-                raise AssertionError(f"rtd left global knobs changed: {diff}")
+        knobs_as_found(self.knobs, exc[0])
+
+
+def wait_workers_ready(rtd, timeout=10):
+    """rtd's workers, once every one is idle or busy (started and pinned)."""
+    end = time.time() + timeout
+    s = None
+    while time.time() < end:
+        st, s = api(rtd, "GET", "/v1/status")
+        ws = (s.get("jobs") or {}).get("workers", []) if st == 200 else []
+        if ws and all(w["state"] in ("idle", "busy") for w in ws):
+            return ws
+        time.sleep(0.05)
+    raise AssertionError(f"no worker became ready: {s}")
+
+
+def knobs_as_found(knobs, exc_type):
+    """Put back every global knob rtd left changed; a test that passed otherwise fails for it."""
+    diff = knobs.diff()
+    if diff:
+        knobs.restore()
+        if not exc_type:
+            raise AssertionError(f"rtd left global knobs changed: {diff}")
 
 
 def parse_http(raw):

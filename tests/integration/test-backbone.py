@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 
 from rtdtest import RTCTL, RTD, Rtd, TestUser, need_root, run, run_tests, test

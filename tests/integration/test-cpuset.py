@@ -13,8 +13,8 @@ import signal
 import subprocess
 import time
 
-from rtdtest import (RTD, Knobs, Rtd, Skip, TestUser, api, job, knob_lock, need_root, run_tests, test, wait_final,
-                     wait_for)
+from rtdtest import (RTD, Knobs, Rtd, Skip, TestUser, api, job, knob_lock, knobs_as_found, need_root, run_tests, test,
+                     wait_final, wait_for)
 
 CPU = 1
 GROUP = "rtdcpusetgrp"
@@ -144,11 +144,7 @@ class JobRtd:
     def __exit__(self, *exc):
         try:
             self.rtd.cleanup()
-            diff = self.knobs.diff()
-            if diff:
-                self.knobs.restore()
-                if not exc[0]:
-                    raise AssertionError(f"rtd left global knobs changed: {diff}")
+            knobs_as_found(self.knobs, exc[0])
         finally:
             self.user.__exit__(None, None, None)
 

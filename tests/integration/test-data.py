@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 import time
 
-from rtdtest import (RTCTL, Knobs, Rtd, Skip, TestUser, api, knob_lock, need_root, run, run_tests, test,
-                     wait_final, wait_state)
+from rtdtest import (RTCTL, Knobs, Rtd, Skip, TestUser, api, knob_lock, knobs_as_found, need_root, run, run_tests,
+                     test, wait_final, wait_state, wait_workers_ready)
 
 CPU = 1
 GROUP = "rtddatagrp"
@@ -40,7 +40,7 @@ class DataRtd:
         self.rtd = self.rtd or Rtd(reserve=str(CPU), conf=CONF, name="data")
         try:
             self.rtd.start()
-            wait_worker(self.rtd)
+            wait_workers_ready(self.rtd)
         except BaseException:
             self.rtd.cleanup()
             raise
@@ -48,22 +48,7 @@ class DataRtd:
 
     def __exit__(self, *exc):
         self.rtd.cleanup()
-        diff = self.knobs.diff()
-        if diff:
-            self.knobs.restore()
-            if not exc[0]:
-                raise AssertionError(f"rtd left global knobs changed: {diff}")
-
-
-def wait_worker(rtd, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        st, s = api(rtd, "GET", "/v1/status")
-        ws = (s.get("jobs") or {}).get("workers", []) if st == 200 else []
-        if ws and all(w["state"] in ("idle", "busy") for w in ws):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no worker became ready: {s}")
+        knobs_as_found(self.knobs, exc[0])
 
 
 def as_user(u, *cmd):
@@ -200,7 +185,7 @@ def output_resumes_at_an_offset():
         jid = usubmit(rtd, u, "/usr/bin/seq", "100000")
         wait_final(rtd, jid)
         data = "".join(f"{i}\n" for i in range(1, 100001)).encode()
-        for q, want in ((f"offset=5000", data[5000:]), ("offset=5000&follow=1", data[5000:]),
+        for q, want in (("offset=5000", data[5000:]), ("offset=5000&follow=1", data[5000:]),
                         (f"offset={len(data)}", b""), ("offset=99999999999", b""), ("offset=0", data)):
             st, body = api(rtd, "GET", f"/v1/jobs/{jid}/output?{q}")
             assert st == 200 and body == want, (q, st, len(body))
@@ -288,7 +273,7 @@ def modes_of_an_older_rtd_are_fixed_on_start():
                 os.chmod(os.path.join(sd, f), 0o644)
             os.chmod(sd, 0o755)
             rtd.start()
-            wait_worker(rtd)
+            wait_workers_ready(rtd)
             assert mode(sd) == 0o711, oct(mode(sd))
             for f in ("jobs.db", "jobs.db-wal", "jobs.db-shm"):
                 assert mode(os.path.join(sd, f)) == 0o600, (f, oct(mode(os.path.join(sd, f))))
@@ -313,7 +298,7 @@ def output_of_an_older_rtd_is_adopted_only_by_its_owner():
             f.write("job 99 of another store\n")
         os.chown(os.path.join(legacy, "99.stdout"), u.uid, -1)
         rtd.start()
-        wait_worker(rtd)
+        wait_workers_ready(rtd)
         assert uctl(rtd, u, "logs", str(jid), check=0).stdout == "mine\n"
         assert uctl(rtd, u, "logs", "--stderr", str(jid), check=0).stdout == ""
         assert os.path.exists(os.path.join(legacy, f"{jid}.stderr"))
@@ -331,7 +316,7 @@ def a_recreated_store_never_hands_out_old_output():
                 if f.startswith("jobs.db"):
                     os.unlink(os.path.join(state_dir(rtd), f))
             rtd.start()
-            wait_worker(rtd)
+            wait_workers_ready(rtd)
             # The new store's job 1 keeps the CPU busy; b's job 2 waits (queued or handed ahead).
             st, j1 = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sleep", "3"], "env": PATH_ENV})
             assert st == 201 and j1["id"] == 1, j1
@@ -398,7 +383,7 @@ def a_job_started_before_a_power_cut_never_runs_again():
                     if f.startswith(f"{j['id']}."):
                         os.unlink(os.path.join(top, f))
             rtd.start()
-            wait_worker(rtd)
+            wait_workers_ready(rtd)
             after = wait_final(rtd, j["id"])
             time.sleep(1)
             assert after["state"] == "lost", after

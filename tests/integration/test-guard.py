@@ -23,8 +23,7 @@ import subprocess
 import tempfile
 import time
 
-from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, job, knob_lock, need_root, run, run_tests, test
-
+from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, job, knob_lock, knobs_as_found, need_root, run, run_tests, test
 CPU = 1
 GROUP = "rtdguardgrp"
 SPIN_PRIO = 50
@@ -75,11 +74,7 @@ class GuardRtd:
 
     def __exit__(self, *exc):
         self.cleanup()
-        diff = self.knobs.diff()
-        if diff:
-            self.knobs.restore()
-            if not exc[0]:
-                raise AssertionError(f"rtd left global knobs changed: {diff}")
+        knobs_as_found(self.knobs, exc[0])
 
 
 def metrics(rtd):

@@ -16,8 +16,8 @@ import tempfile
 import threading
 import time
 
-from rtdtest import BUILD, RTCTL, RTD, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run, run_tests, test
-
+from rtdtest import (BUILD, RTCTL, RTD, Knobs, Rtd, Skip, TestUser, knob_lock, knobs_as_found, need_root, run,
+                     run_tests, test, wait_workers_ready)
 CPU = 1
 GROUP = "rtdjobtest"
 BASE_CONF = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n[Jobs]\nKillGraceSec=1\n"
@@ -91,7 +91,7 @@ class JobRtd:
         self.rtd = Rtd(reserve=str(CPU), conf=BASE_CONF + self.conf, **self.kw)
         try:
             self.rtd.start()
-            wait_worker(self.rtd)
+            wait_workers_ready(self.rtd)
         except BaseException:
             self.rtd.cleanup()
             raise
@@ -100,11 +100,7 @@ class JobRtd:
     def __exit__(self, *exc):
         try:
             self.rtd.cleanup()
-            diff = self.knobs.diff()
-            if diff:
-                self.knobs.restore()
-                if not exc[0]:
-                    raise AssertionError(f"rtd left global knobs changed: {diff}")
+            knobs_as_found(self.knobs, exc[0])
         finally:
             pass
 
@@ -118,17 +114,6 @@ def output_dir(rtd):
     """Where this store's output files are: state/output/<the store's instance id>."""
     st, _, s = api(rtd, "GET", "/v1/status")
     return os.path.join(rtd.dir, "state/output", s["jobs"]["store"]["instance"])
-
-
-def wait_worker(rtd, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        st, _, s = api(rtd, "GET", "/v1/status")
-        ws = (s.get("jobs") or {}).get("workers", []) if st == 200 else []
-        if ws and all(w["state"] in ("idle", "busy") for w in ws):
-            return ws
-        time.sleep(0.05)
-    raise AssertionError(f"no worker became ready: {s}")
 
 
 PROBE = r"""
@@ -195,7 +180,7 @@ def fifo_priority_affinity_from_inside():
         seen = json.loads(output(rtd, j["id"]))
         assert seen["policy"] == os.SCHED_OTHER and seen["affinity"] == [CPU], seen
         # The worker itself: pinned, SCHED_FIFO at WorkerPriority=, memory locked.
-        w = wait_worker(rtd)[0]
+        wait_workers_ready(rtd)
         wpid = host_pid_of(rtd, "rtd-worker")
         assert os.sched_getaffinity(wpid) == {CPU} and os.sched_getscheduler(wpid) == os.SCHED_FIFO
         assert os.sched_getparam(wpid).sched_priority == 99
@@ -313,15 +298,14 @@ def bad_input_table():
         ({"argv": ["/bin/true"], "timeout_s": "5"}, 400, "timeout_s"),
         ({"argv": ["/bin/true"], "queue_priority": 5000}, 400, "queue_priority"),
         ({"argv": ["/bin/true"], "name": ""}, 400, "name"),
-        ({"argv": ["/bin/true"], "argv": ["x"]}, 400, "duplicate"),
+        ('{"argv":["/bin/true"],"argv":["x"]}', 400, "duplicate"),     # raw: a dict cannot hold it twice
         ("[1,2]", 400, "object"),
         ("{\"argv\": [\"/bin/tr\\u0000ue\"]}", 400, "JSON"),
     ]
     with JobRtd() as rtd:
         for spec, code, word in bad:
-            if isinstance(spec, str) or word == "duplicate":
-                body = spec if isinstance(spec, str) else '{"argv":["/bin/true"],"argv":["x"]}'
-                st, h, raw = rtd.http("POST", "/v1/jobs", body=body)
+            if isinstance(spec, str):
+                st, h, raw = rtd.http("POST", "/v1/jobs", body=spec)
                 p = json.loads(raw)
             else:
                 st, h, p = api(rtd, "POST", "/v1/jobs", spec)
@@ -487,7 +471,7 @@ def job_waiting_in_the_worker_survives_a_crash():
         front, nxt = hand_ahead(rtd, ["/bin/sleep", "30"], ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}'])
         rtd.kill9()
         rtd.start()
-        wait_worker(rtd)
+        wait_workers_ready(rtd)
         assert wait_final(rtd, front["id"])["state"] == "lost"
         j = wait_final(rtd, nxt["id"])
         assert j["state"] == "succeeded", j
@@ -540,7 +524,7 @@ def crash_with_queued_and_running_jobs():
             # rtd is PID 1 of its namespace: kill -9 takes its workers and the running job with it.
             rtd.kill9()
             rtd.start()
-            wait_worker(rtd)
+            wait_workers_ready(rtd)
             j = wait_final(rtd, running["id"])
             assert j["state"] == "lost" and "rtd stopped while the job was running" in j["reason"], j
             for i in ids:
@@ -574,7 +558,7 @@ def running_job_readopted_after_crash():
         procs.append(p)
         rtd.proc = p
         rtd.wait_ready()
-        wait_worker(rtd)
+        wait_workers_ready(rtd)
         return p
 
     def rtd_pid(p):
@@ -655,7 +639,7 @@ def worker_death_fails_its_job_and_restarts():
         os.kill(old, signal.SIGKILL)
         j = wait_final(rtd, j["id"])
         assert j["state"] == "failed" and "worker for CPU 1" in j["reason"], j
-        ws = wait_worker(rtd)
+        wait_workers_ready(rtd)
         assert host_pid_of(rtd, "rtd-worker") != old
         st, _, s = api(rtd, "GET", "/v1/status")
         assert s["jobs"]["worker_restarts"] == 1, s["jobs"]

@@ -12,7 +12,6 @@ import importlib.util
 import json
 import os
 import signal
-import subprocess
 import time
 
 import rtdtest

@@ -19,8 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtdtest import BUILD, RTD, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run_tests, test  # noqa: E402
-
+from rtdtest import BUILD, RTD, Knobs, Rtd, Skip, TestUser, knob_lock, knobs_as_found, need_root, run_tests, test  # noqa: E402
 import rtdtest  # noqa: E402
 
 _n = len(rtdtest._tests)
@@ -50,7 +49,7 @@ class ReexecRtd:
         env = dict(os.environ, RTD_WORKER=WORKER)
         try:
             self.rtd.start(env=env)
-            jobs.wait_worker(self.rtd)
+            rtdtest.wait_workers_ready(self.rtd)
         except BaseException:
             self.rtd.cleanup()
             raise
@@ -76,11 +75,7 @@ class ReexecRtd:
         try:
             self.rtd.cleanup()
         finally:
-            diff = self.knobs.diff()
-            if diff:
-                self.knobs.restore()
-                if not exc[0]:
-                    raise AssertionError(f"rtd left global knobs changed: {diff}")
+            knobs_as_found(self.knobs, exc[0])
 
 
 def wait_state(rtd, jid, state, timeout=10):
@@ -251,7 +246,7 @@ def bad_binaries_are_refused_and_the_old_rtd_runs_on():
             p = rtd.ctl("reexec")
             assert p.returncode == 0, (p.stdout, p.stderr)
             assert x.status()["reexec"]["count"] == n
-            jobs.wait_worker(rtd)
+            rtdtest.wait_workers_ready(rtd)
             names = (os.readlink(f"/proc/{rtd.pid}/fd/{f}").split(":")[0] for f in os.listdir(f"/proc/{rtd.pid}/fd"))
             fds.append(sorted(n for n in names if not re.search(r"/spare-\d+$", n)))
         assert fds[0] == fds[1], fds

@@ -13,8 +13,7 @@ import subprocess
 import sys
 import time
 
-from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, knob_lock, need_root, run_tests, test
-
+from rtdtest import RTCTL, Knobs, Rtd, Skip, TestUser, knob_lock, knobs_as_found, need_root, run_tests, test
 GROUP = "rtdsecgrp"
 USER = "rtdsec-u1"       # member of the submit group
 OTHER = "rtdsec-u2"      # member too: must still get in while USER floods
@@ -248,11 +247,7 @@ class SecRtd:
 
     def __exit__(self, *exc):
         self.rtd.cleanup()
-        diff = self.knobs.diff()
-        if diff:
-            self.knobs.restore()
-            if not exc[0]:
-                raise AssertionError(f"rtd left global knobs changed: {diff}")
+        knobs_as_found(self.knobs, exc[0])
 
 
 def free_port():

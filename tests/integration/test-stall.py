@@ -13,8 +13,8 @@ import sys
 import tempfile
 import time
 
-from rtdtest import (FINAL, RTCTL, Knobs, Rtd, Skip, TestUser, api, job, knob_lock, need_root, run, run_tests, test,
-                     wait_final)
+from rtdtest import (FINAL, RTCTL, Knobs, Rtd, Skip, TestUser, api, job, knob_lock, knobs_as_found, need_root, run,
+                     run_tests, test, wait_final, wait_workers_ready)
 
 CPU = 1
 GROUP = "rtdstalltest"
@@ -109,15 +109,7 @@ class JobRtd:
         self.rtd = Rtd(reserve=str(CPU), conf=BASE_CONF + self.conf, name="stall")
         try:
             self.rtd.start()
-            end = time.time() + 10
-            while time.time() < end:
-                st, s = api(self.rtd, "GET", "/v1/status")
-                ws = (s.get("jobs") or {}).get("workers", []) if st == 200 else []
-                if ws and all(w["state"] in ("idle", "busy") for w in ws):
-                    break
-                time.sleep(0.05)
-            else:
-                raise AssertionError(f"no worker became ready: {s}")
+            wait_workers_ready(self.rtd)
         except BaseException:
             self.rtd.cleanup()
             raise
@@ -125,11 +117,7 @@ class JobRtd:
 
     def __exit__(self, *exc):
         self.rtd.cleanup()
-        diff = self.knobs.diff()
-        if diff:
-            self.knobs.restore()
-            if not exc[0]:
-                raise AssertionError(f"rtd left global knobs changed: {diff}")
+        knobs_as_found(self.knobs, exc[0])
 
 
 @test
