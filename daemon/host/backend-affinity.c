@@ -138,33 +138,23 @@ static int list_procs(int proc_fd, pid_t own_pid, const pid_t *exempt, size_t n_
                       Proc **ret, size_t *ret_n) {
         _cleanup_free_ Proc *procs = NULL;
         size_t n = 0, alloc = 0;
-        int dfd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d;
+        _cleanup_closedir_ DIR *d = opendir_at(proc_fd, ".");
         struct dirent *de;
 
-        if (dfd < 0)
+        if (!d)
                 return -errno;
-        d = fdopendir(dfd);
-        if (!d) {
-                safe_close(dfd);
-                return -errno;
-        }
         while ((de = readdir(d))) {
                 char *end;
                 long pid = strtol(de->d_name, &end, 10);
                 if (*end || pid <= 0)
                         continue;
-                if ((n & 63) == 0 && past(deadline_usec)) {
-                        closedir(d);
+                if ((n & 63) == 0 && past(deadline_usec))
                         return -ETIMEDOUT;
-                }
                 if (n == alloc) {
                         alloc = MAX((size_t) 256, alloc * 2);
                         Proc *p = realloc(procs, alloc * sizeof *p);
-                        if (!p) {
-                                closedir(d);
+                        if (!p)
                                 return -ENOMEM;
-                        }
                         procs = p;
                 }
                 Proc *p = &procs[n];
@@ -172,7 +162,6 @@ static int list_procs(int proc_fd, pid_t own_pid, const pid_t *exempt, size_t n_
                 if (task_read_stat(proc_fd, 0, p->pid, &p->ppid, NULL, &p->starttime, NULL) == 0)
                         n++;
         }
-        closedir(d);
         qsort(procs, n, sizeof *procs, proc_cmp);
         /* Descendants of rtd are its workers and their jobs: they belong on the reserved CPUs. rtd itself pins
          * its own threads (manager.c), so a walk never counts them as moved. */
@@ -262,20 +251,14 @@ int tasks_apply(KnobCtx *k, const CpuSet *hk, TaskScope scope, bool drift, pid_t
                         break;
                 }
                 bool unconfined_cgroup = scope == TASKS_ALL || task_in_root_cgroup(k->proc_fd, p->pid);
+                _cleanup_closedir_ DIR *d = NULL;
                 char tpath[32];
-                int tfd;
-                DIR *d;
                 struct dirent *de;
 
                 snprintf(tpath, sizeof tpath, "%d/task", (int) p->pid);
-                tfd = openat(k->proc_fd, tpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (tfd < 0)
+                d = opendir_at(k->proc_fd, tpath);
+                if (!d)
                         continue;       /* exited meanwhile */
-                d = fdopendir(tfd);
-                if (!d) {
-                        safe_close(tfd);
-                        continue;
-                }
                 while ((de = readdir(d))) {
                         _cleanup_free_ char *comm = NULL;
                         char *end;
@@ -373,7 +356,6 @@ int tasks_apply(KnobCtx *k, const CpuSet *hk, TaskScope scope, bool drift, pid_t
                         if (drift)
                                 st.drifted++;
                 }
-                closedir(d);
                 if (r < 0)
                         break;
         }

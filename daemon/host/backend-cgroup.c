@@ -107,8 +107,8 @@ int cgroup_setup_reserved(KnobCtx *k, const char *cgroup, const CpuSet *reserved
 
 int cgroup_backend_apply(KnobCtx *k, const CpuSet *hk, const CpuSet *reserved, CgroupState *st) {
         _cleanup_free_ char *hk_list = NULL, *ctl = NULL;
-        int fd, r;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
+        int r;
         struct dirent *de;
 
         _cleanup_free_ char *own = NULL, *own_top = NULL;
@@ -155,14 +155,9 @@ int cgroup_backend_apply(KnobCtx *k, const CpuSet *hk, const CpuSet *reserved, C
                 return log_error_errno(r, "Could not create /sys/" CG "/" CGROUP_RESERVED ": %m");
 
         /* Shrink every other top-level cgroup first: the partition needs CPUs no sibling claims. */
-        fd = openat(k->sys_fd, CG, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
+        d = opendir_at(k->sys_fd, CG);
+        if (!d)
                 return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
         while ((de = readdir(d))) {
                 char path[512];
                 struct stat sb;
@@ -179,7 +174,6 @@ int cgroup_backend_apply(KnobCtx *k, const CpuSet *hk, const CpuSet *reserved, C
                         json_array_append_new(st->shrunk, json_pack("{s:s, s:s}", "cgroup", de->d_name, "cpus",
                                                                     hk_list));
         }
-        closedir(d);
 
         _cleanup_free_ char *list = NULL, *path = NULL;
         r = cpuset_format(reserved, &list);

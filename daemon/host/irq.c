@@ -180,17 +180,11 @@ static int irq_cmp(const void *a, const void *b) {
 static int list_irqs(int proc_fd, unsigned **ret, size_t *ret_n) {
         _cleanup_free_ unsigned *irqs = NULL;
         size_t n = 0, alloc = 0;
-        int fd = openat(proc_fd, "irq", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d;
+        _cleanup_closedir_ DIR *d = opendir_at(proc_fd, "irq");
         struct dirent *de;
 
-        if (fd < 0)
+        if (!d)
                 return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
         while ((de = readdir(d))) {
                 char *end;
                 unsigned long v = strtoul(de->d_name, &end, 10);
@@ -199,15 +193,12 @@ static int list_irqs(int proc_fd, unsigned **ret, size_t *ret_n) {
                 if (n == alloc) {
                         alloc = MAX((size_t) 64, alloc * 2);
                         unsigned *p = realloc(irqs, alloc * sizeof *p);
-                        if (!p) {
-                                closedir(d);
+                        if (!p)
                                 return -ENOMEM;
-                        }
                         irqs = p;
                 }
                 irqs[n++] = (unsigned) v;
         }
-        closedir(d);
         qsort(irqs, n, sizeof *irqs, irq_cmp);
         *ret = TAKE_PTR(irqs);
         *ret_n = n;
@@ -452,18 +443,12 @@ json_t *irq_state_to_json(const IrqState *st) {
 }
 
 pid_t irqbalance_find(int proc_fd) {
-        int fd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_closedir_ DIR *d = opendir_at(proc_fd, ".");
         pid_t found = 0;
-        DIR *d;
         struct dirent *de;
 
-        if (fd < 0)
+        if (!d)
                 return 0;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return 0;
-        }
         /* Bounded by time too (a fork storm must not hold the loop): not found in time is not found. */
         struct timespec t0, t;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -480,7 +465,6 @@ pid_t irqbalance_find(int proc_fd) {
                 if (read_one_line_at(proc_fd, path, &comm) >= 0 && streq(comm, "irqbalance"))
                         found = (pid_t) pid;
         }
-        closedir(d);
         return found;
 }
 

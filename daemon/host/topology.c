@@ -42,23 +42,6 @@ static int read_int_at(int dir_fd, const char *path, int *ret) {
         return r < 0 ? -EBADMSG : 0;
 }
 
-static DIR *opendir_at(int dir_fd, const char *path) {
-        int fd = openat(dir_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d;
-
-        if (fd < 0)
-                return NULL;
-        d = fdopendir(fd);
-        if (!d)
-                safe_close(fd);
-        return d;
-}
-
-static inline void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
 /* "node12" → 12; anything else (other entries of the directory) → -EINVAL. */
 static int parse_node_name(const char *name, unsigned *ret) {
         const char *p = startswith(name, "node");
@@ -71,7 +54,7 @@ static int parse_node_name(const char *name, unsigned *ret) {
  * the per-CPU pass fills in what is missing from the links.
  */
 static int load_nodes(Topology *t, int sys_fd) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
 
         d = opendir_at(sys_fd, "devices/system/node");
@@ -101,18 +84,11 @@ static int load_nodes(Topology *t, int sys_fd) {
 }
 
 static int node_from_links(int cpu_fd) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = opendir_at(cpu_fd, ".");
         struct dirent *de;
-        int fd;
 
-        fd = openat(cpu_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
+        if (!d)
                 return -1;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -1;
-        }
         while ((de = readdir(d))) {
                 unsigned node;
 

@@ -236,20 +236,14 @@ static void set_wq_mask(KnobCtx *k, TuneState *st, const char *path, const char 
 }
 
 static void set_workqueues(KnobCtx *k, TuneState *st, const CpuSet *hk, unsigned nr_cpu_ids) {
-        int fd;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
 
         set_wq_mask(k, st, WQ_DIR "/cpumask", WQ_DIR "/cpumask_requested", hk, nr_cpu_ids);
         /* Unbound workqueues with WQ_SYSFS (writeback, ...) have their own mask. */
-        fd = openat(k->sys_fd, WQ_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
+        d = opendir_at(k->sys_fd, WQ_DIR);
+        if (!d)
                 return;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return;
-        }
         while ((de = readdir(d))) {
                 char path[512];
                 struct stat sb;
@@ -260,7 +254,6 @@ static void set_workqueues(KnobCtx *k, TuneState *st, const CpuSet *hk, unsigned
                 if (fstatat(k->sys_fd, path, &sb, 0) == 0 && S_ISREG(sb.st_mode))
                         set_wq_mask(k, st, path, NULL, hk, nr_cpu_ids);
         }
-        closedir(d);
 }
 
 void tune_apply_workqueues(KnobCtx *k, const CpuSet *hk, unsigned nr_cpu_ids) {

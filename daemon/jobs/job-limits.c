@@ -162,20 +162,16 @@ static int open_v1(int proc_fd, int sys_fd, const char *controller, const char *
 
 /* Job cgroups of an earlier run of this store's rtd that are empty now; running jobs' ones stay (EBUSY). */
 static void remove_stale(int dir_fd, const char *instance) {
+        _cleanup_closedir_ DIR *d = dir_fd >= 0 ? opendir_at(dir_fd, ".") : NULL;
         _cleanup_free_ char *prefix = NULL;
-        int fd = dir_fd >= 0 ? fcntl(dir_fd, F_DUPFD_CLOEXEC, 3) : -1;
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         struct dirent *de;
 
-        if (!d) {
-                safe_close(fd);
+        if (!d)
                 return;
-        }
         if (asprintf(&prefix, "rtd-%s-job-", instance) >= 0)
                 while ((de = readdir(d)))
                         if (startswith(de->d_name, prefix))
                                 (void) unlinkat(dir_fd, de->d_name, AT_REMOVEDIR);
-        closedir(d);
 }
 
 void job_limits_setup(int proc_fd, int sys_fd, const char *instance, JobLimits *ret) {

@@ -139,23 +139,19 @@ static int pair_cmp(const void *a, const void *b) {
 }
 
 static void check_threads(JobManager *jm, Job *j, pid_t pid) {
+        _cleanup_closedir_ DIR *d = NULL;
         char path[32];
         struct dirent *de;
-        int fd;
-        DIR *d;
 
         snprintf(path, sizeof path, "%d/task", (int) pid);
-        fd = openat(jm->manager->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 || !(d = fdopendir(fd))) {
-                safe_close(fd);
+        d = opendir_at(jm->manager->proc_fd, path);
+        if (!d)
                 return;
-        }
         while ((de = readdir(d))) {
                 long tid = strtol(de->d_name, NULL, 10);
                 if (tid > 0)
                         check_task(jm, j, (pid_t) tid);
         }
-        closedir(d);
 }
 
 /*
@@ -163,16 +159,13 @@ static void check_threads(JobManager *jm, Job *j, pid_t pid) {
  * by a walk over /proc. A worker runs one job at a time.
  */
 static void check_job_tree(JobManager *jm, Job *j, pid_t worker) {
-        int dfd = openat(jm->manager->proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_closedir_ DIR *d = opendir_at(jm->manager->proc_fd, ".");
         _cleanup_free_ PidPair *procs = NULL;
         size_t n = 0, alloc = 0;
         struct dirent *de;
-        DIR *d;
 
-        if (dfd < 0 || !(d = fdopendir(dfd))) {
-                safe_close(dfd);
+        if (!d)
                 return;
-        }
         while ((de = readdir(d))) {
                 _cleanup_free_ char *stat = NULL;
                 char *end, path[32];
@@ -192,7 +185,6 @@ static void check_job_tree(JobManager *jm, Job *j, pid_t worker) {
                 }
                 procs[n++] = (PidPair){ (pid_t) pid, ppid };
         }
-        closedir(d);
         qsort(procs, n, sizeof *procs, pair_cmp);
         for (size_t i = 0; i < n; i++) {
                 pid_t p = procs[i].ppid;

@@ -95,18 +95,14 @@ static bool take_output_spares(JobManager *jm, Job *j, WorkerJob *wj, char *out,
 
 /* Spares of an earlier run: their numbers would collide with ours. */
 static void remove_old_spares(JobManager *jm) {
-        int fd = openat(jm->output_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        _cleanup_closedir_ DIR *d = opendir_at(jm->output_fd, ".");
         struct dirent *de;
 
-        if (!d) {
-                safe_close(fd);
+        if (!d)
                 return;
-        }
         while ((de = readdir(d)))
                 if (startswith(de->d_name, "spare-"))
                         (void) unlinkat(jm->output_fd, de->d_name, 0);
-        closedir(d);
 }
 
 int job_spares_start(JobManager *jm) {

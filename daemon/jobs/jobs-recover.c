@@ -228,16 +228,12 @@ int job_manager_recover(JobManager *jm) {
 
 /* Remove the job cgroups of ours in dir_fd that no live job uses, killing what they still hold. */
 static void sweep_dir(JobManager *jm, int dir_fd) {
+        _cleanup_closedir_ DIR *d = opendir_at(dir_fd, ".");
         char prefix[64];
         struct dirent *de;
-        DIR *d;
-        int fd;
 
-        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 || !(d = fdopendir(fd))) {
-                safe_close(fd);
+        if (!d)
                 return;
-        }
         snprintf(prefix, sizeof prefix, "rtd-%s-job-", store_instance_id(jm->store));
         while ((de = readdir(d))) {
                 const char *idstr = startswith(de->d_name, prefix);
@@ -252,7 +248,6 @@ static void sweep_dir(JobManager *jm, int dir_fd) {
                         jm->cgroups_dirty = true;
                 }
         }
-        closedir(d);
 }
 
 /* Remove job cgroups (and v1 cpusets) of ours that no live job uses: leftovers of finished or lost jobs,
@@ -272,13 +267,11 @@ void job_sweep_cgroups(JobManager *jm) {
  * of jobs still starting or running. Everything else stays where it is, never served.
  */
 void job_output_adopt_legacy(JobManager *jm, int legacy_fd) {
-        _cleanup_close_ int fd = openat(legacy_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        _cleanup_closedir_ DIR *d = opendir_at(legacy_fd, ".");
         struct dirent *de;
 
         if (!d)
                 return;
-        TAKE_FD(fd);
         while ((de = readdir(d))) {
                 _cleanup_free_ char *state = NULL;
                 unsigned long long id;
@@ -298,5 +291,4 @@ void job_output_adopt_legacy(JobManager *jm, int legacy_fd) {
                     : streq(suffix, "exit") ? !job_state_is_final(job_state_from_string(state)) : false)
                         (void) renameat(legacy_fd, de->d_name, jm->output_fd, de->d_name);
         }
-        closedir(d);
 }

@@ -138,3 +138,15 @@ int mkdir_p_at(int dir_fd, const char *path, int mode) {
                 return -errno;
         return 0;
 }
+
+DIR *opendir_at(int dir_fd, const char *path) {
+        int fd = openat(dir_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+
+        if (fd < 0)
+                return NULL;
+        d = fdopendir(fd);
+        if (!d)
+                safe_close(fd);         /* keeps fdopendir's errno */
+        return d;
+}

@@ -2,6 +2,7 @@
 /* Reading and writing small kernel and state files relative to a directory fd ("fd first, path second"). */
 #pragma once
 
+#include <dirent.h>
 #include <stddef.h>
 
 /* Read a whole file (up to 4 MiB). dir_fd may be AT_FDCWD. */
@@ -14,3 +15,6 @@ int write_string_at(int dir_fd, const char *path, const char *s);
 int write_file_atomic_at(int dir_fd, const char *path, const char *data, size_t size, int mode);
 /* mkdir -p of a path relative to dir_fd. */
 int mkdir_p_at(int dir_fd, const char *path, int mode);
+/* A directory stream of path relative to dir_fd ("." opens dir_fd itself anew, so the stream owns its own
+ * descriptor and offset); NULL with errno set. */
+DIR *opendir_at(int dir_fd, const char *path);

@@ -74,6 +74,13 @@ static inline void fclosep(FILE **f) {
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
+#include <dirent.h>
+static inline void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
 static inline void strv_free(char **l) {
         if (!l)
                 return;
