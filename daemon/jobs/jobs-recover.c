@@ -271,14 +271,22 @@ void job_sweep_cgroups(JobManager *jm) {
  * (the file of a job N from an earlier, deleted store is never given to this store's job N), exit files
  * of jobs still starting or running. Everything else stays where it is, never served.
  */
-void job_output_adopt_legacy(JobManager *jm, int legacy_fd) {
-        _cleanup_close_ int fd = openat(legacy_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+/* A directory stream of dir_fd's directory, leaving dir_fd open; NULL on failure. */
+static DIR *opendir_at(int dir_fd) {
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+        if (!d)
+                safe_close(fd);
+        return d;
+}
+
+void job_output_adopt_legacy(JobManager *jm, int legacy_fd) {
+        DIR *d = opendir_at(legacy_fd);
         struct dirent *de;
 
         if (!d)
                 return;
-        TAKE_FD(fd);
         while ((de = readdir(d))) {
                 _cleanup_free_ char *state = NULL;
                 unsigned long long id;
@@ -297,6 +305,31 @@ void job_output_adopt_legacy(JobManager *jm, int legacy_fd) {
                 if ((streq(suffix, "stdout") || streq(suffix, "stderr")) ? st.st_uid == uid
                     : streq(suffix, "exit") ? !job_state_is_final(job_state_from_string(state)) : false)
                         (void) renameat(legacy_fd, de->d_name, jm->output_fd, de->d_name);
+        }
+        closedir(d);
+}
+
+/*
+ * Output files of jobs the store has no record of: a job that started at once on submission reaches the
+ * disk with the next group sync, and a power cut before it loses the job's record but maybe not its files
+ * (docs/jobs.md, "Power cut"). Its id goes to the next job submitted, which must never be served the lost
+ * job's output (another user's, perhaps) where its own is missing: removed before any job gets that id.
+ */
+void job_output_forget_unknown(JobManager *jm) {
+        DIR *d = opendir_at(jm->output_fd);
+        struct dirent *de;
+
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                unsigned long long id;
+                char suffix[16];
+                int n = 0;
+
+                if (sscanf(de->d_name, "%llu.%15[a-z]%n", &id, suffix, &n) == 2 && !de->d_name[n] &&
+                    id >= jm->next_id && unlinkat(jm->output_fd, de->d_name, 0) == 0)
+                        log_notice("Removed %s: the store has no job %llu (its record was lost, e.g. in a power "
+                                   "cut), and a new job gets that id", de->d_name, id);
         }
         closedir(d);
 }
