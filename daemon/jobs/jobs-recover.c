@@ -265,12 +265,6 @@ void job_sweep_cgroups(JobManager *jm) {
                 sweep_dir(jm, jm->cpusets.v1_fd);
 }
 
-/*
- * An rtd from before output/<instance>/ kept output files in output/ itself, named by job id alone. Those
- * of this store's jobs move into its directory: stdout and stderr only when the job's owner owns the file
- * (the file of a job N from an earlier, deleted store is never given to this store's job N), exit files
- * of jobs still starting or running. Everything else stays where it is, never served.
- */
 /* A directory stream of dir_fd's directory, leaving dir_fd open; NULL on failure. */
 static DIR *opendir_at(int dir_fd) {
         int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -281,6 +275,12 @@ static DIR *opendir_at(int dir_fd) {
         return d;
 }
 
+/*
+ * An rtd from before output/<instance>/ kept output files in output/ itself, named by job id alone. Those
+ * of this store's jobs move into its directory: stdout and stderr only when the job's owner owns the file
+ * (the file of a job N from an earlier, deleted store is never given to this store's job N), exit files
+ * of jobs still starting or running. Everything else stays where it is, never served.
+ */
 void job_output_adopt_legacy(JobManager *jm, int legacy_fd) {
         DIR *d = opendir_at(legacy_fd);
         struct dirent *de;
