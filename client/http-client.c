@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rtctl's responses: errors a person can act on, JSON output. The transport is transport.c. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,4 +69,51 @@ int ctl_get_json(Ctl *c, const char *path, json_t **ret) {
         *ret = json_incref(r.json);
         ctl_response_done(&r);
         return 0;
+}
+
+int ctl_create(Ctl *c, const char *path, json_t *body, CtlResponse *ret, uint64_t *ret_id) {
+        int k = ctl_request(c, "POST", path, body, ret);
+
+        if (k != 0)
+                return k;
+        if (ret->status != 201) {
+                k = ctl_fail(c, ret);
+                ctl_response_done(ret);
+                return k;
+        }
+        *ret_id = (uint64_t) json_integer_value(json_object_get(ret->json, "id"));
+        return 0;
+}
+
+int ctl_print_created(Ctl *c, CtlResponse *r, const char *prefix, uint64_t id) {
+        if (c->json)
+                ctl_print_json(r);
+        else
+                printf("%s%" PRIu64 "\n", prefix, id);
+        ctl_response_done(r);
+        return RTCTL_EXIT_OK;
+}
+
+int ctl_follow(Ctl *c, const char *path, CtlEvent on_event, void *userdata, json_t *const *final,
+               CtlResponse *refused) {
+        unsigned unreachable = 0;
+
+        *refused = (CtlResponse){};
+        for (;;) {
+                CtlResponse resp;
+                int r = ctl_events(c, path, on_event, userdata, &resp);
+
+                if (!*final && r == 0 && resp.status != 200) {
+                        *refused = resp;        /* 404/403: the caller explains */
+                        return 0;
+                }
+                ctl_response_done(&resp);
+                if (*final)
+                        return 0;
+                if (r == RTCTL_EXIT_UNREACHABLE && ++unreachable > 120)
+                        return r;
+                if (r != 0 && r != RTCTL_EXIT_UNREACHABLE)
+                        return r;       /* a malformed answer does not get better by asking again */
+                usleep(500000);         /* rtd restarting: reconnect */
+        }
 }

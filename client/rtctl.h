@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 /* Exit codes (documented in rtctl(1)). Job verbs add their own in verb-jobs.c. */
@@ -56,6 +57,20 @@ void ctl_dump_json(json_t *j);
 int ctl_print_json(CtlResponse *r);
 /* GET path; on 2xx stores the JSON in *ret (caller frees) and returns 0, else returns an exit code. */
 int ctl_get_json(Ctl *c, const char *path, json_t **ret);
+/*
+ * POST body to path, expecting 201 and the new object: 0 with its "id" in *ret_id and the response in
+ * *ret (the caller frees it), else an exit code after saying why. ctl_print_created(): what submit prints
+ * without --wait, the object (--json) or its id after prefix ("" for a job, "a" for an array); frees r.
+ */
+int ctl_create(Ctl *c, const char *path, json_t *body, CtlResponse *ret, uint64_t *ret_id);
+int ctl_print_created(Ctl *c, CtlResponse *r, const char *prefix, uint64_t id);
+/*
+ * Follow an event stream until *final is set by on_event, reconnecting every 0.5 s while rtd restarts
+ * (for a minute at most). Returns 0 once *final is set, or when rtd answered with a non-2xx status, which
+ * is then left in *refused for the caller (else *refused is empty); otherwise an exit code.
+ */
+int ctl_follow(Ctl *c, const char *path, CtlEvent on_event, void *userdata, json_t *const *final,
+               CtlResponse *refused);
 
 /*
  * escape.c: strings from rtd made safe for a terminal. C0/C1 control characters and bytes that are not

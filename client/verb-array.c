@@ -225,28 +225,19 @@ static int print_summary(Ctl *c, json_t *a) {
 /* Wait for every task to end; reconnects across an rtd restart. Exit code: 0, or the first failure's. */
 static int wait_array(Ctl *c, uint64_t id, bool quiet) {
         ArrayWait w = { .bar = !quiet && !c->json && isatty(STDERR_FILENO) };
-        unsigned unreachable = 0;
+        CtlResponse refused;
         char path[64];
         int r;
 
         snprintf(path, sizeof path, "/v1/events?array=%" PRIu64, id);
-        for (;;) {
-                CtlResponse resp;
-                r = ctl_events(c, path, on_array_event, &w, &resp);
-                if (!w.final && r == 0 && resp.status != 200) {
-                        r = ctl_fail(c, &resp);
-                        ctl_response_done(&resp);
-                        json_decref(w.last);
-                        return r;
-                }
-                ctl_response_done(&resp);
-                if (w.final)
-                        break;
-                if (r == RTCTL_EXIT_UNREACHABLE && ++unreachable > 120)
-                        return r;
-                if (r != 0 && r != RTCTL_EXIT_UNREACHABLE)
-                        return r;
-                usleep(500000);
+        r = ctl_follow(c, path, on_array_event, &w, &w.final, &refused);
+        if (r == 0 && !w.final) {
+                r = ctl_fail(c, &refused);
+                ctl_response_done(&refused);
+        }
+        if (!w.final) {
+                json_decref(w.last);
+                return r;
         }
         if (w.bar)
                 fputc('\n', stderr);
@@ -278,23 +269,11 @@ int ctl_array_submit(Ctl *c, json_t *spec, const CtlArrayOptions *o) {
                 json_object_set_new(body, "indices", json_string(o->indices));
         if (o->max_running)
                 json_object_set_new(body, "max_running", json_integer(o->max_running));
-        k = ctl_request(c, "POST", "/v1/arrays", body, &r);
+        k = ctl_create(c, "/v1/arrays", body, &r, &id);
         if (k != 0)
                 return k;
-        if (r.status != 201) {
-                k = ctl_fail(c, &r);
-                ctl_response_done(&r);
-                return k;
-        }
-        id = (uint64_t) json_integer_value(json_object_get(r.json, "id"));
-        if (!o->wait) {
-                if (c->json)
-                        ctl_print_json(&r);
-                else
-                        printf("a%" PRIu64 "\n", id);
-                ctl_response_done(&r);
-                return RTCTL_EXIT_OK;
-        }
+        if (!o->wait)
+                return ctl_print_created(c, &r, "a", id);
         if (!o->quiet && !c->json)
                 fprintf(stderr, "array a%" PRIu64 ": %lld tasks\n", id, view_jint(r.json, "size"));
         ctl_response_done(&r);

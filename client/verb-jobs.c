@@ -107,27 +107,15 @@ static bool on_job_event(const char *type, const char *data, size_t size, void *
  */
 static int wait_for_job(Ctl *c, uint64_t id, bool quiet, json_t **ret_job) {
         WaitState w = { .status_line = !quiet && isatty(STDERR_FILENO) && !c->json, .id = id };
+        CtlResponse refused;
         char path[64];
-        int r, unreachable = 0;
+        int r;
 
         snprintf(path, sizeof path, "/v1/events?job=%" PRIu64, id);
-        for (;;) {
-                CtlResponse resp;
-                r = ctl_events(c, path, on_job_event, &w, &resp);
-                long status = resp.status;      /* ctl_response_done() zeroes it */
-                ctl_response_done(&resp);
-                if (w.final)
-                        break;
-                if (r == 0 && status != 200) {
-                        /* 404/403: let the GET below print the daemon's explanation. */
-                        break;
-                }
-                if (r == RTCTL_EXIT_UNREACHABLE && ++unreachable > 120)
-                        return r;
-                if (r != 0 && r != RTCTL_EXIT_UNREACHABLE)
-                        return r;       /* a malformed answer does not get better by asking again */
-                usleep(500000);  /* rtd restarting: reconnect */
-        }
+        r = ctl_follow(c, path, on_job_event, &w, &w.final, &refused);
+        ctl_response_done(&refused);    /* 404/403: the GET below prints the daemon's explanation */
+        if (r != 0)
+                return r;
         if (w.status_line)
                 fputc('\n', stderr);
         if (w.final && !c->json) {
@@ -353,23 +341,11 @@ int verb_submit(Ctl *c, int argc, char **argv) {
                 return RTCTL_EXIT_USAGE;
         }
 
-        k = ctl_request(c, "POST", "/v1/jobs", spec, &r);
+        k = ctl_create(c, "/v1/jobs", spec, &r, &id);
         if (k != 0)
                 return k;
-        if (r.status != 201) {
-                k = ctl_fail(c, &r);
-                ctl_response_done(&r);
-                return k;
-        }
-        id = (uint64_t) json_integer_value(json_object_get(r.json, "id"));
-        if (!wait) {
-                if (c->json)
-                        ctl_print_json(&r);
-                else
-                        printf("%" PRIu64 "\n", id);
-                ctl_response_done(&r);
-                return RTCTL_EXIT_OK;
-        }
+        if (!wait)
+                return ctl_print_created(c, &r, "", id);
         ctl_response_done(&r);
         if (!quiet && !c->json && !isatty(STDERR_FILENO))
                 fprintf(stderr, "job %" PRIu64 "\n", id);

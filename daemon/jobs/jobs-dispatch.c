@@ -213,10 +213,11 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 j->cgroup = strdup(cgroup);
         }
         /*
-         * Written before the worker sees it, and synced to disk (one WAL fsync): after a crash or a power
-         * cut a "starting" job is never started twice. The boot id tells recovery whether the files its
-         * child made (which are not synced) can be trusted. A fresh job is stored once, directly as
-         * "starting" (one write instead of two before its exec).
+         * Written before the worker sees it, and synced to disk: after a crash or a power cut a "starting"
+         * job is never started twice. A queued job's start is flushed before it runs (one WAL fsync); a
+         * fresh job is stored once, directly as "starting", and reaches the disk with the next group sync
+         * (0.1 s): a power cut before it loses the whole job, which can then not run again either. The
+         * boot id tells recovery whether the files its child made (which are not synced) can be trusted.
          */
         snprintf(j->boot_id, sizeof j->boot_id, "%s", jm->boot_id);
         r = job_persist_durable(jm, j, fresh);

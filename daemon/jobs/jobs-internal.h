@@ -250,6 +250,8 @@ void job_drift_arm(JobManager *jm);
 int job_manager_recover(JobManager *jm);
 /* Output files of an rtd before output/<instance>/ that belong to this store's jobs move in there. */
 void job_output_adopt_legacy(JobManager *jm, int legacy_fd);
+/* Output files of ids the store has no job for (a power cut took the record) go before a new job gets the id. */
+void job_output_forget_unknown(JobManager *jm);
 void job_sweep_cgroups(JobManager *jm);
 
 /* jobs-scope.c: rtd-jobs.scope as the home of job cgroups and workers; stop or restart */

@@ -292,3 +292,27 @@ void job_output_adopt_legacy(JobManager *jm, int legacy_fd) {
                         (void) renameat(legacy_fd, de->d_name, jm->output_fd, de->d_name);
         }
 }
+
+/*
+ * Output files of jobs the store has no record of: a job that started at once on submission reaches the
+ * disk with the next group sync, and a power cut before it loses the job's record but maybe not its files
+ * (docs/jobs.md, "Power cut"). Its id goes to the next job submitted, which must never be served the lost
+ * job's output (another user's, perhaps) where its own is missing: removed before any job gets that id.
+ */
+void job_output_forget_unknown(JobManager *jm) {
+        _cleanup_closedir_ DIR *d = opendir_at(jm->output_fd, ".");
+        struct dirent *de;
+
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                unsigned long long id;
+                char suffix[16];
+                int n = 0;
+
+                if (sscanf(de->d_name, "%llu.%15[a-z]%n", &id, suffix, &n) == 2 && !de->d_name[n] &&
+                    id >= jm->next_id && unlinkat(jm->output_fd, de->d_name, 0) == 0)
+                        log_notice("Removed %s: the store has no job %llu (its record was lost, e.g. in a power "
+                                   "cut), and a new job gets that id", de->d_name, id);
+        }
+}

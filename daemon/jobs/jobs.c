@@ -518,6 +518,7 @@ int job_manager_new(Manager *m, JobManager **ret) {
         (void) fchmod(legacy_fd, 0711);
         (void) fchmod(jm->output_fd, 0711);
         job_output_adopt_legacy(jm, legacy_fd);
+        job_output_forget_unknown(jm);
 
         snprintf(probe, sizeof probe, "rtd-%s-probe", store_instance_id(jm->store));
         job_cgroups_setup(m->proc_fd, probe, &jm->cgroups);

@@ -428,6 +428,17 @@ static int read_cpus(BpfCollector *b, Sample *s) {
 
 /* After the reading: a new call site costs a scan of /proc/kallsyms, which must not stretch the sample. */
 static void name_ipis(BpfCollector *b, Sample *s) {
+        _cleanup_free_ uint64_t *addrs = reallocarray(NULL, s->n_ipis ?: 1, 2 * sizeof *addrs);
+
+        /* Every new address of the sample in one scan (a scan each held rtd's loop 50 ms, and a sample
+         * with a few new call sites stalled job dispatch for half a second). */
+        if (addrs) {
+                for (size_t i = 0; i < s->n_ipis; i++) {
+                        addrs[2 * i] = s->ipis[i].callsite;
+                        addrs[2 * i + 1] = s->ipis[i].callback;
+                }
+                symbols_resolve(&b->syms, addrs, 2 * s->n_ipis);
+        }
         for (size_t i = 0; i < s->n_ipis; i++) {
                 char site[sizeof s->ipis[i].site / 2];          /* "callsite/callback": half each at most */
 

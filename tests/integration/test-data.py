@@ -333,25 +333,38 @@ def a_recreated_store_never_hands_out_old_output():
 
 @test
 def a_started_job_is_synced_before_it_runs():
+    # A queued job's start reaches the disk before the job runs; a job that starts at once on submission is
+    # stored once, as it starts, and reaches the disk with the next group sync (docs/jobs.md, "Power cut").
     with DataRtd() as rtd:
         d = tempfile.mkdtemp(prefix="rtd-data-")
         trace = os.path.join(d, "trace")
         st_ = subprocess.Popen(["strace", "-f", "-ttt", "-y", "-e", "trace=fsync,fdatasync", "-o", trace,
                                 "-p", str(rtd.pid)], stderr=subprocess.DEVNULL)
+        stamps = {k: os.path.join(d, k) for k in ("fresh", "queued")}
         try:
             time.sleep(1)       # strace attached to every thread
-            stamp = os.path.join(d, "started")
-            st, j = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"date +%s.%N > {stamp}"],
-                                                  "env": PATH_ENV})
-            assert st == 201, j
-            assert wait_final(rtd, j["id"])["state"] == "succeeded"
+            submitted = time.time()
+            st, fresh = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"date +%s.%N > {stamps['fresh']}; "
+                                                                "sleep 1"], "env": PATH_ENV})
+            assert st == 201, fresh
+            time.sleep(0.2)     # past the window in which the next job would be handed ahead to the worker
+            st, queued = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"date +%s.%N > {stamps['queued']}"],
+                                                       "env": PATH_ENV})
+            assert st == 201 and queued["state"] == "queued", queued
+            assert wait_final(rtd, fresh["id"])["state"] == "succeeded"
+            assert wait_final(rtd, queued["id"])["state"] == "succeeded"
+            time.sleep(1)       # the group sync after the last start
         finally:
             st_.terminate()
             st_.wait(10)
-        started = float(open(stamp).read())
-        syncs = [float(l.split()[1]) for l in open(trace) if "jobs.db-wal" in l and "sync(" in l]
+        started = {k: float(open(v).read()) for k, v in stamps.items()}
+        # (thread, time) of each flush of the WAL: rtd's loop is its main thread; the group sync another.
+        syncs = [(int(l.split()[0]), float(l.split()[1])) for l in open(trace) if "jobs.db-wal" in l and "sync(" in l]
         subprocess.run(["rm", "-rf", d])
-        assert [t for t in syncs if t <= started], f"no fsync of the WAL before the job ran ({syncs}, {started})"
+        assert [t for tid, t in syncs if tid == rtd.pid and submitted < t <= started["queued"]], \
+            f"rtd did not flush the WAL before the queued job ran ({syncs}, {started}, rtd {rtd.pid})"
+        assert [t for tid, t in syncs if tid != rtd.pid and t > submitted], \
+            f"the fresh job's start was never synced by the group sync ({syncs}, {started}, rtd {rtd.pid})"
 
 
 def sql(rtd, query, *args):
@@ -391,6 +404,32 @@ def a_job_started_before_a_power_cut_never_runs_again():
         finally:
             subprocess.run(["rm", "-rf", d])
 
+
+
+@test
+def output_of_a_job_whose_record_a_power_cut_lost_is_never_served():
+    # A job that starts at once on submission reaches the disk with the next group sync (docs/jobs.md, "Power
+    # cut"): a power cut before it can take the job's record and leave its output files, and the job's id goes
+    # to the next job. Here user 1's job ran and its record is gone, as such a cut leaves it.
+    with TestUser("rtddata-u1", groups=[GROUP]) as u1, TestUser("rtddata-u2", groups=[GROUP]) as u2, \
+            DataRtd() as rtd:
+        jid = usubmit(rtd, u1, "/bin/sh", "-c", "echo secret-of-u1; echo secret-err >&2")
+        assert wait_final(rtd, jid)["state"] == "succeeded"
+        out = os.path.join(state_dir(rtd), "output", instance(rtd))
+        assert sorted(f for f in os.listdir(out) if f.startswith(f"{jid}.")) == [f"{jid}.stderr", f"{jid}.stdout"]
+        rtd.stop()
+        sql(rtd, "DELETE FROM jobs WHERE id = ?", jid)
+        rtd.start()
+        wait_worker(rtd)
+        assert not [f for f in os.listdir(out) if f.startswith(f"{jid}.")], os.listdir(out)
+        assert f"Removed {jid}.stdout: the store has no job {jid}" in rtd.read_log()
+        # The id is given again, to user 2's job, which is served its own output only.
+        jid2 = usubmit(rtd, u2, "/bin/true")
+        assert jid2 == jid, (jid2, jid)
+        assert wait_final(rtd, jid2)["state"] == "succeeded"
+        for stream in ("stdout", "stderr"):
+            p = uctl(rtd, u2, "logs", *(["--stderr"] if stream == "stderr" else []), str(jid2), check=0)
+            assert "secret" not in p.stdout + p.stderr, (stream, p)
 
 # ---- point 6: safe to print ----
 
