@@ -61,15 +61,17 @@ static __always_inline bool intruder_begin(bool btf, struct rtd_cpu *c, __u32 cp
  */
 static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime) {
         struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = c->cur_start_time };
-        struct rtd_intruder *v;
-        __u64 d;
+        struct rtd_intruder *v = bpf_map_lookup_elem(&intruders, &k);
+        __u64 d, from = c->cur_start_runtime;
 
-        if (runtime <= c->cur_start_runtime)
+        /* Not migrated since its time here was last added (by blind_sweep() meanwhile): added up to there. */
+        if (v && v->end_epoch == reserve_epoch && v->end_migrations == c->cur_migrations && v->end_runtime > from)
+                from = v->end_runtime;
+        if (runtime <= from)
                 return;
-        d = runtime - c->cur_start_runtime;
+        d = runtime - from;
         c->cur_start_runtime = runtime;
         c->intrusion_ns += d;
-        v = bpf_map_lookup_elem(&intruders, &k);
         if (v) {
                 v->ns += d;
                 v->end_runtime = runtime;
@@ -88,12 +90,63 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
  * sum_exec_runtime growth happened here. Else it was moved away before it ran elsewhere, and
  * intruder_left() noted its runtime at that moment. Only when neither holds is the slice lost, and counted.
  */
-static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
+/* The current intruder left unreported: note it, so that its later runs here are swept (below). */
+static __always_inline void blind_note(struct rtd_cpu *c) {
+        __u32 i, n = c->blind_n;
+
+        for (i = 0; i < RTD_BLIND_SLOTS; i++)
+                if (i < n && c->blind_pid[i] == c->cur_pid && c->blind_start_time[i] == c->cur_start_time)
+                        return;
+        /* Full: the oldest slot goes (a sweep then misses that task's unseen runs until it is noted again). */
+        i = (n < RTD_BLIND_SLOTS ? n : c->blind_next++) & (RTD_BLIND_SLOTS - 1);
+        c->blind_task[i] = c->cur_task;
+        c->blind_start_time[i] = c->cur_start_time;
+        c->blind_pid[i] = c->cur_pid;
+        if (n < RTD_BLIND_SLOTS)
+                c->blind_n = n + 1;
+}
+
+/*
+ * Runs here that no event showed at all (a thread of PID 1 switched in by another one and out again, both
+ * unreported: chains like 75->69->75) are otherwise added only at the task's next switch-in here, which may
+ * be in a later sample. Each noted task that has not migrated since its time here was last added ran
+ * only here meanwhile: its sum_exec_runtime growth is added now. Called on the CPU itself (recover(), and
+ * rtd's sampling program), so nothing else changes these figures meanwhile. The current intruder is
+ * intruder_fold()'s.
+ */
+static __always_inline void blind_sweep(struct rtd_cpu *c, __u32 cpu) {
+        for (__u32 i = 0; i < RTD_BLIND_SLOTS; i++) {
+                struct rtd_intruder_key k = { .cpu = cpu };
+                struct task_struct *x;
+                struct rtd_intruder *v;
+                __u64 rt;
+
+                if (i >= c->blind_n)
+                        break;
+                x = (struct task_struct *) c->blind_task[i];
+                k.pid = c->blind_pid[i];
+                k.start_time = c->blind_start_time[i];
+                if (c->cur_intruder && k.pid == c->cur_pid && k.start_time == c->cur_start_time)
+                        continue;
+                if (!x || BPF_CORE_READ(x, pid) != k.pid || BPF_CORE_READ(x, start_time) != k.start_time)
+                        continue;               /* gone (a freed task_struct reads as another task) */
+                v = bpf_map_lookup_elem(&intruders, &k);
+                if (!v || !v->end_runtime || v->end_epoch != reserve_epoch ||
+                    BPF_CORE_READ(x, se.nr_migrations) != v->end_migrations)
+                        continue;
+                rt = BPF_CORE_READ(x, se.sum_exec_runtime);
+                if (rt <= v->end_runtime)
+                        continue;
+                c->intrusion_ns += rt - v->end_runtime;
+                v->ns += rt - v->end_runtime;
+                v->end_runtime = rt;
+        }
+}
+
+static __always_inline void recover_cur(struct rtd_cpu *c, __u32 cpu) {
         struct task_struct *x = (struct task_struct *) c->cur_task;
         __u32 left;
 
-        if (!c->cur_intruder || !c->cur_pid)
-                return;
         /* Read through the pointer noted at its switch-in, not by pid: this kernel's pid lookup
          * (bpf_task_from_pid) does not find the very threads whose switch-outs go unreported (PID 1's).
          * Not a reference: the reads are fault-safe, and a task_struct freed and reused since is told
@@ -114,6 +167,14 @@ static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
                 c->left_pid = 0;
         } else
                 c->unrecovered++;
+}
+
+static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
+        if (!c->cur_intruder || !c->cur_pid)
+                return;
+        blind_note(c);
+        recover_cur(c, cpu);
+        blind_sweep(c, cpu);
 }
 
 /*
