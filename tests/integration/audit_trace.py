@@ -141,6 +141,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
     sum_exec_runtime, and so rtd, adds up).
     """
     f = Figures()
+    two_cpus = os.cpu_count() == 2
     exempt = set(exempt)
     job_pids = set(job_pids)
     cur = None                          # the CPU's current task as the trace knows it
@@ -159,6 +160,12 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
     # CPU time is surely in the trace's updates; last_local: the stamp of the CPU's last event.
     occ, occ_upd, last_local = None, 0.0, 0.0
     last_tick = last_switch_ts = 0.0    # the last tick and switch on this CPU
+
+    def remote_here(p, stamp):
+        """Whether an update_curr() of task p, made on another CPU (whose current task is stamp), was of this
+        CPU's current task: a remote update is always of a runqueue's running task, so with two CPUs of
+        anything but the other CPU's own; with more, only of the task this CPU last showed."""
+        return p != stamp if two_cpus else p == on_cpu
 
     def intruder(pid):
         return pid and pid not in exempt
@@ -186,6 +193,14 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             p = int(kv["pid"])
             if p in f.watch:
                 f.watch[p]["runtime"].append((ts, int(kv["runtime"])))
+            if name == "remote_sched_stat_runtime" and remote_here(p, pid) and p != occ:
+                # This CPU's current task, updated from another CPU: the trace learns of a switch it
+                # never showed (as for an event under another task, below).
+                if occ:
+                    f.unseen.append((occ, occ_upd, ts))
+                    f.watch.setdefault(occ, {"runtime": [], "elsewhere": []})
+                    f.unwatched |= {occ} - set(watch)
+                occ, occ_upd = p, last_local
             if p == occ:
                 occ_upd = ts            # occ's CPU time is accounted up to here
         if name == "tlb_flush":
@@ -240,7 +255,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             p, ns = int(kv["pid"]), int(kv["runtime"])
             # Only updates of this CPU's current task: on this CPU the line's task is current; from
             # elsewhere, the task this CPU last showed as current.
-            if p != pid if name == "sched_stat_runtime" else p != on_cpu:
+            if p != pid if name == "sched_stat_runtime" else not remote_here(p, pid):
                 continue
             if edge and intruder(p):
                 # CPU time in the spans where rtd was reading: on either side of its sample (its table of
@@ -311,16 +326,6 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
     return f
 
 
-def _union(spans, lo, hi):
-    """Length of the union of the intervals in spans, clipped to (lo, hi]."""
-    total, end = 0.0, lo
-    for a, b in sorted((max(a, lo), min(b, hi)) for a, b in spans):
-        if b > end:
-            total += b - max(a, end)
-            end = b
-    return total
-
-
 def _missing(w, reads, wide):
     """What the trace lacks of a task between two reads of its schedstat (run_ns, before, after each):
     its run time's growth less the trace's updates of it. wide: count updates from before the first read
@@ -330,35 +335,29 @@ def _missing(w, reads, wide):
     return max(0, run1 - run0 - sum(ns for ts, ns in w["runtime"] if lo < ts <= hi)) / 1e9
 
 
-def unseen_bounds(f, a0, b1, outer, inner):
+def unseen_bounds(f, outer, inner):
     """Bounds (lo, hi) in seconds of the CPU time the trace lacks, in the window between rtd's samples, of
-    the tasks whose switch-outs it never shows: ((lo, hi) of them all, {pid: (lo, hi)} of each with a piece
-    here). outer: {pid: ((run_ns, before, after), (run_ns, before, after))}, /proc/TID/schedstat read
-    before the first sample's reading (from a0) and after the second's (to b1); inner: read after the
-    first sample's reading and before the second's, so inside the window.
+    the tasks whose switch-outs it never shows: ((lo, hi) of them all, {pid: (lo, hi)} of each seen here).
+    outer: {pid: ((run_ns, before, after), (run_ns, before, after))}, /proc/TID/schedstat read just before
+    the first sample's reading and just after the second's; inner: just after the first's and just before
+    the second's, so inside the window (test-audit.py polls rtd and reads them each time).
 
     Blind spot of this kernel (6.18, a Firecracker guest): no tracepoint fires while a thread of the VM's
     PID 1 is switched out (sched_switch and the sched_stat_runtime of its last update_curr() alike), though
     the runqueue's nr_switches counts the switch. So the trace lacks the last piece of each such slice, and
-    a thread switched in by another one and out again (75->69->75) may leave no event at all. What the trace
-    lacks of a thread between two reads is exact: its sum_exec_runtime's growth less every update the trace
-    has of it on any CPU. On this CPU that time lies in the pieces of analyse() (between the last update of
-    the task the trace saw and the first event under another one): chains mix threads, so in the union of
-    all of them. The trace's blind spot in the window is then
-    - at most the smaller of what the threads lack between the outer reads and the union's length
-      within rtd's readings' spans (a0, b1];
-    - at least what the threads lack between the inner reads (inside the window), of those seen here (a
-      piece) and nowhere else (no switch-in elsewhere, no migration between the outer reads)."""
-    pieces = [(p, a, b) for p, a, b in f.unseen if p in outer and a <= b1 and b > a0]
-    if not pieces:
-        return (0.0, 0.0), {}
-    room = _union([(a, b) for _, a, b in pieces], a0, b1)
-    span = (min(r[0][1] for r in outer.values()), max(r[1][2] for r in outer.values()))
-    here = {p for p, _, _ in pieces}
+    a thread switched in by another one and out again (75->69->75) may leave no event at all: the pieces the
+    trace can place (analyse()'s f.unseen) do not always hold what is missing (one window: 13.9 ms missing,
+    12.0 ms of pieces). What a thread lacks between two reads is exact: its sum_exec_runtime's growth less
+    every update the trace has of it on any CPU. The trace's blind spot in the window is then
+    - at most what all of PID 1's threads lack between the outer reads;
+    - at least what they lack between the inner reads, counting only threads seen on this CPU (a piece or
+      an update) and nowhere else (no switch-in on another CPU, no migration, both traced on every CPU)."""
+    span = (min((r[0][1] for r in outer.values()), default=0.0), max((r[1][2] for r in outer.values()), default=0.0))
+    here = ({p for p, _, _ in f.unseen} | set(f.by_pid)) & set(outer) & set(f.watch)
     only_here = {p for p in here if p in inner and
                  not any(span[0] < ts <= span[1] for ts in f.watch[p]["elsewhere"])}
     most = {p: _missing(f.watch[p], outer[p], False) for p in outer if p in f.watch}
     least = {p: _missing(f.watch[p], inner[p], True) for p in only_here}
     lo = sum(least.values())
-    total = (lo, max(lo, min(sum(most.values()), room)))
-    return total, {p: (least.get(p, 0.0), max(least.get(p, 0.0), min(most[p], room))) for p in here}
+    each = {p: (least.get(p, 0.0), max(least.get(p, 0.0), most[p])) for p in here if most[p] or least.get(p)}
+    return (lo, max(lo, sum(most.values()))), each

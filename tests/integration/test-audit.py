@@ -34,14 +34,19 @@ def metrics(rtd):
     return json.loads(body)
 
 
-def sample_after(rtd, t):
-    """The first of rtd's samples whose reading began after t."""
+def sample_around(rtd, t, tids):
+    """The first of rtd's samples whose reading began after t, with run_times(tids) read as close around its
+    reading as polling allows: (the last read before it began, the sample, the first read after it ended)."""
+    reads = [run_times(tids)]
     end = time.time() + 5
     while time.time() < end:
         m = metrics(rtd)
         if m["sample_monotonic"]["start"] > t:
-            return m
-        time.sleep(0.05)
+            before = [r for r in reads if all(a < m["sample_monotonic"]["start"] for _, _, a in r.values())]
+            assert before, "no read of PID 1's threads before rtd's sample"
+            return before[-1], m, run_times(tids)
+        reads = reads[-1:] + [run_times(tids)]
+        time.sleep(0.02)
     raise AssertionError("rtd took no sample in 5 s")
 
 
@@ -150,13 +155,10 @@ def audit_window(rtd, scenario, run):
     trace = Trace(CPU, f"rtd-audit-{os.getpid()}", watch)
     try:
         ints0, soft0 = proc_rows("interrupts", None), proc_rows("softirqs", None)
-        rt0 = run_times(watch)
-        A = sample_after(rtd, mono())
-        in0 = run_times(watch)          # inside the window: after A's reading, before B's
+        # schedstat of PID 1's threads around each sample's reading: outside the window and inside it.
+        rt0, A, in0 = sample_around(rtd, mono(), watch)
         ctx = run() or {}
-        in1 = run_times(watch)
-        B = sample_after(rtd, mono())
-        rt1 = run_times(watch)
+        in1, B, rt1 = sample_around(rtd, mono(), watch)
         ints1, soft1 = proc_rows("interrupts", None), proc_rows("softirqs", None)
         events, lost = trace.stop()
     finally:
@@ -174,8 +176,8 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
                 watch=set(rt0) & set(rt1))
     # Switches away from a task that no tracepoint reported (threads of PID 1 here): the trace lacks the last
     # piece of those slices; the kernel's own clock of each (schedstat, read around and inside) bounds it.
-    (lo, hi), gaps = unseen_bounds(f, A["sample_monotonic"]["start"], B["sample_monotonic"]["end"],
-                                   {t: (rt0[t], rt1[t]) for t in set(rt0) & set(rt1)},
+    # The trace's blind spot, not rtd's: rtd's figures get no allowance.
+    (lo, hi), gaps = unseen_bounds(f, {t: (rt0[t], rt1[t]) for t in set(rt0) & set(rt1)},
                                    {t: (in0[t], in1[t]) for t in set(in0) & set(in1)})
     # Unwatched tasks (not of PID 1): no schedstat, only the trace's gaps bound them.
     for pid in f.unwatched:
