@@ -350,12 +350,14 @@ def unseen_bounds(f, outer, inner):
     12.0 ms of pieces). What a thread lacks between two reads is exact: its sum_exec_runtime's growth less
     every update the trace has of it on any CPU. The trace's blind spot in the window is then
     - at most what all of PID 1's threads lack between the outer reads;
-    - at least what they lack between the inner reads, counting only threads seen on this CPU (a piece or
-      an update) and nowhere else (no switch-in on another CPU, no migration, both traced on every CPU)."""
+    - at least what they lack between the inner reads, counting only threads seen on this CPU in the span
+      (a piece or an update) and nowhere else in the whole trace (no switch-in on another CPU, no
+      migration, both traced on every CPU)."""
     span = (min((r[0][1] for r in outer.values()), default=0.0), max((r[1][2] for r in outer.values()), default=0.0))
-    here = ({p for p, _, _ in f.unseen} | set(f.by_pid)) & set(outer) & set(f.watch)
-    only_here = {p for p in here if p in inner and
-                 not any(span[0] < ts <= span[1] for ts in f.watch[p]["elsewhere"])}
+    here = ({p for p, a, b in f.unseen if a <= span[1] and b > span[0]} | set(f.by_pid)) & set(outer) & set(f.watch)
+    # Nowhere else: not in the span only (a thread seen here before it may have moved away before the
+    # span and run in chains there, unseen), but in the whole trace, which starts before the span.
+    only_here = {p for p in here if p in inner and not f.watch[p]["elsewhere"]}
     most = {p: _missing(f.watch[p], outer[p], False) for p in outer if p in f.watch}
     least = {p: _missing(f.watch[p], inner[p], True) for p in only_here}
     lo = sum(least.values())

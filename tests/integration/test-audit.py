@@ -307,10 +307,18 @@ def reap_known(p, comm):
 def audit_reserved_cpu_against_the_kernel():
     # RTD_AUDIT_REPEAT=N: N rounds in a row under one hold of the knob lock (each with its own rtd).
     rounds = int(os.environ.get("RTD_AUDIT_REPEAT", "1"))
+    failed = []
     for i in range(rounds):
         if rounds > 1:
             print(f"round {i + 1} of {rounds}", flush=True)
-        audit_round()
+        try:
+            audit_round()
+        except AssertionError as e:
+            if rounds == 1:
+                raise
+            print(f"round {i + 1} failed: {e}", flush=True)
+            failed.append(i + 1)
+    assert not failed, f"rounds {failed} of {rounds} failed"
 
 
 def audit_round():
@@ -390,9 +398,6 @@ def audit_round():
         load.kill()
         load.wait()
         load = None
-        if os.environ.get("RTD_AUDIT_DUMP"):
-            with open(os.environ["RTD_AUDIT_DUMP"], "w") as f:
-                json.dump({"exempt": sorted(exempt), "windows": windows}, f)
         # Jobs are forked by their worker on the reserved CPU: the trace's fork events name them.
         failures = []
         for name, A, B, ctx, procs, events, lost in windows:
@@ -400,13 +405,19 @@ def audit_round():
                 check(rtd, events, lost, name, A, B, ctx, procs, exempt)
             except AssertionError as e:
                 failures.append(str(e))
+        # RTD_AUDIT_DUMP=PATH: the failed windows' records, for a second look (PATH.n, PATH.n.n, ... after the first).
+        if failures and os.environ.get("RTD_AUDIT_DUMP"):
+            path = os.environ["RTD_AUDIT_DUMP"]
+            while os.path.exists(path):
+                path += ".n"
+            with open(path, "w") as f:
+                json.dump({"exempt": sorted(exempt), "windows": [w for w in windows if any(w[0] + ":" in x for x in failures)]}, f)
+            subprocess.run(["cp", rtd.log, path + ".rtd.log"])
         assert not failures, "\n".join(failures)
     finally:
         if load:
             load.kill()
             load.wait()
-        if os.environ.get("RTD_AUDIT_DUMP"):
-            subprocess.run(["cp", rtd.log, os.environ["RTD_AUDIT_DUMP"] + ".rtd.log"])
         rtd.cleanup()
         subprocess.run(["rm", "-rf", tmp])
         diff = knobs.diff()
