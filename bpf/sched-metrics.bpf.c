@@ -507,7 +507,11 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest)
         if (c)
                 __sync_fetch_and_add(&c->migrations_in, 1);
 
-        struct rtd_job *j = job_get(task_get(btf, p, pid, false));
+        struct rtd_task *mark = task_get(btf, p, pid, false);
+        struct rtd_job *j = job_get(mark);
+
+        if (cpu_reserved(dest) && !exempt(mark))
+                arrival_note(btf, p, pid, dest);
         if (j)
                 __sync_fetch_and_add(&j->migrations, 1);
         return 0;

@@ -60,6 +60,7 @@ struct rtd_task {
 };
 
 #define RTD_BLIND_SLOTS 16
+#define RTD_ARRIVAL_SLOTS 8
 
 /* Per-CPU counters (one ARRAY slot per possible CPU). Counters only grow; state fields at the end. */
 struct rtd_cpu {
@@ -111,6 +112,15 @@ struct rtd_cpu {
         __u32 blind_next;
         __u32 blind_pad;
         __u64 snapshots;                /* runs of rtd's sampling program here (one call-function IPI each) */
+        /* Intruders moved onto this CPU (sched_migrate_task, on any CPU; arr_pid written last, 0 when free):
+         * their runtime and nr_migrations then, where their time here begins (intruder_arrived()). */
+        __u64 arr_task[RTD_ARRIVAL_SLOTS];
+        __u64 arr_start_time[RTD_ARRIVAL_SLOTS];
+        __u64 arr_runtime[RTD_ARRIVAL_SLOTS];
+        __u64 arr_migrations[RTD_ARRIVAL_SLOTS];
+        __u32 arr_pid[RTD_ARRIVAL_SLOTS];
+        __u32 arr_next;
+        __u32 arr_pad;
 };
 
 /* Per-job counters, summed over the job's tasks on every CPU (atomic updates). */
