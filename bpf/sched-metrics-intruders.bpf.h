@@ -3,6 +3,52 @@
  * intruder's runs and exact CPU time on a reserved CPU, and recovering a slice whose switch-out never reached
  * the programs. */
 
+/*
+ * p is moved onto reserved CPU dest (sched_migrate_task, on whichever CPU moves it; before the kernel bumps
+ * its nr_migrations). Its runtime now is where its time on dest begins: noted for dest, which alone adds to
+ * its figures (intruder_arrived()). A thread switched in there only by one whose switch-outs go unreported
+ * (PID 1's) may run there without any event, before rtd ever saw it there.
+ */
+static __always_inline void arrival_note(bool btf, struct task_struct *p, __u32 pid, __u32 dest) {
+        struct rtd_cpu *c = cpu_get(dest);
+        __u32 i;
+
+        if (!c)
+                return;
+        i = __sync_fetch_and_add(&c->arr_next, 1) & (RTD_ARRIVAL_SLOTS - 1);
+        c->arr_pid[i] = 0;
+        barrier();
+        c->arr_task[i] = (__u64) p;
+        c->arr_start_time[i] = TREAD(btf, p, start_time);
+        c->arr_runtime[i] = TREAD(btf, p, se.sum_exec_runtime);
+        c->arr_migrations[i] = TREAD(btf, p, se.nr_migrations) + 1;
+        barrier();
+        c->arr_pid[i] = pid;
+}
+
+/* The task of entry v arrived here since its time here was last added (or was never here): its time here
+ * begins at its runtime on arrival. The note is used up; entries already past it keep theirs. */
+static __always_inline void intruder_arrived(struct rtd_cpu *c, struct rtd_intruder *v, __u32 pid,
+                                             __u64 start_time, __u64 migrations) {
+        for (__u32 i = 0; i < RTD_ARRIVAL_SLOTS; i++) {
+                __u64 rt, m;
+
+                if (c->arr_pid[i] != pid)
+                        continue;
+                barrier();
+                rt = c->arr_runtime[i];
+                m = c->arr_migrations[i];
+                if (c->arr_start_time[i] != start_time || c->arr_pid[i] != pid)
+                        continue;
+                c->arr_pid[i] = 0;
+                if (m == migrations && !(v->end_epoch == reserve_epoch && v->end_migrations == m)) {
+                        v->end_runtime = rt;
+                        v->end_migrations = m;
+                        v->end_epoch = reserve_epoch;
+                }
+        }
+}
+
 /* A run of an intruder begins on a reserved CPU: count it, note where its CPU time starts, (re)take its
  * name (exec may have changed it). Its entry is made now; a full table sends it to "other". Returns true
  * when it added time of runs here that no event showed (below): its CPU time up to start_runtime is in. */
@@ -34,6 +80,7 @@ static __always_inline bool intruder_begin(bool btf, struct rtd_cpu *c, __u32 cp
         }
         v->count++;
         (void) bpf_core_read_str(v->comm, sizeof(v->comm), &t->comm);
+        intruder_arrived(c, v, pid, k.start_time, c->cur_migrations);
         /*
          * A whole run here can go unseen: switched in by a thread whose switch-outs are never reported (PID
          * 1's, docs/metrics.md) and out again before any event here. Its CPU time is still the kernel's: if
@@ -61,15 +108,17 @@ static __always_inline bool intruder_begin(bool btf, struct rtd_cpu *c, __u32 cp
  */
 static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime) {
         struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = c->cur_start_time };
-        struct rtd_intruder *v;
-        __u64 d;
+        struct rtd_intruder *v = bpf_map_lookup_elem(&intruders, &k);
+        __u64 d, from = c->cur_start_runtime;
 
-        if (runtime <= c->cur_start_runtime)
+        /* Not migrated since its time here was last added (by blind_sweep() meanwhile): added up to there. */
+        if (v && v->end_epoch == reserve_epoch && v->end_migrations == c->cur_migrations && v->end_runtime > from)
+                from = v->end_runtime;
+        if (runtime <= from)
                 return;
-        d = runtime - c->cur_start_runtime;
+        d = runtime - from;
         c->cur_start_runtime = runtime;
         c->intrusion_ns += d;
-        v = bpf_map_lookup_elem(&intruders, &k);
         if (v) {
                 v->ns += d;
                 v->end_runtime = runtime;
@@ -88,12 +137,110 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
  * sum_exec_runtime growth happened here. Else it was moved away before it ran elsewhere, and
  * intruder_left() noted its runtime at that moment. Only when neither holds is the slice lost, and counted.
  */
-static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
+/* Note a task whose runs here may go unseen, so that they are swept (below). */
+static __always_inline void blind_add(struct rtd_cpu *c, __u64 task, __u32 pid, __u64 start_time) {
+        __u32 i, n = c->blind_n;
+
+        for (i = 0; i < RTD_BLIND_SLOTS; i++)
+                if (i < n && c->blind_pid[i] == pid && c->blind_start_time[i] == start_time)
+                        return;
+        /* Full: the oldest slot goes (a sweep then misses that task's unseen runs until it is noted again). */
+        i = (n < RTD_BLIND_SLOTS ? n : c->blind_next++) & (RTD_BLIND_SLOTS - 1);
+        c->blind_task[i] = task;
+        c->blind_start_time[i] = start_time;
+        c->blind_pid[i] = pid;
+        if (n < RTD_BLIND_SLOTS)
+                c->blind_n = n + 1;
+}
+
+/* The current intruder left unreported. */
+static __always_inline void blind_note(struct rtd_cpu *c) {
+        blind_add(c, c->cur_task, c->cur_pid, c->cur_start_time);
+}
+
+/*
+ * Intruders that arrived here and ran without any event here yet (switched in and out by PID 1's threads):
+ * their entry is made now, its time from their runtime on arrival, and they join the swept tasks.
+ */
+static __always_inline void arrivals_sweep(struct rtd_cpu *c, __u32 cpu) {
+        for (__u32 i = 0; i < RTD_ARRIVAL_SLOTS; i++) {
+                struct rtd_intruder_key k = { .cpu = cpu };
+                struct task_struct *x;
+                struct rtd_intruder *v;
+                __u64 m;
+
+                k.pid = c->arr_pid[i];
+                if (!k.pid)
+                        continue;
+                barrier();
+                x = (struct task_struct *) c->arr_task[i];
+                k.start_time = c->arr_start_time[i];
+                m = c->arr_migrations[i];
+                if (c->arr_pid[i] != k.pid || !x || BPF_CORE_READ(x, pid) != k.pid ||
+                    BPF_CORE_READ(x, start_time) != k.start_time || BPF_CORE_READ(x, se.nr_migrations) != m ||
+                    BPF_CORE_READ(x, se.sum_exec_runtime) <= c->arr_runtime[i])
+                        continue;       /* gone, moved on, or not run here yet: kept for its switch-in */
+                v = bpf_map_lookup_elem(&intruders, &k);
+                if (!v && c->table_used < intruder_table_size) {
+                        struct rtd_intruder n = {
+                                .kind = BPF_CORE_READ(x, flags) & PF_KTHREAD ? RTD_INTRUDER_KERNEL : RTD_INTRUDER_USER,
+                                .tgid = BPF_CORE_READ(x, tgid),
+                        };
+                        if (bpf_map_update_elem(&intruders, &k, &n, BPF_NOEXIST) == 0)
+                                c->table_used++;
+                        v = bpf_map_lookup_elem(&intruders, &k);
+                        if (v)
+                                (void) bpf_core_read_str(v->comm, sizeof(v->comm), &x->comm);
+                }
+                if (!v)
+                        continue;       /* no room: its runs go to other at its switch-in */
+                intruder_arrived(c, v, k.pid, k.start_time, m);
+                blind_add(c, (__u64) x, k.pid, k.start_time);
+        }
+}
+
+/*
+ * Runs here that no event showed at all (a thread of PID 1 switched in by another one and out again, both
+ * unreported: chains like 75->69->75) are otherwise added only at the task's next switch-in here, which may
+ * be in a later sample. Each noted task that has not migrated since its time here was last added ran
+ * only here meanwhile: its sum_exec_runtime growth is added now. Called on the CPU itself (recover(), and
+ * rtd's sampling program), so nothing else changes these figures meanwhile. The current intruder is
+ * intruder_fold()'s.
+ */
+static __always_inline void blind_sweep(struct rtd_cpu *c, __u32 cpu) {
+        arrivals_sweep(c, cpu);
+        for (__u32 i = 0; i < RTD_BLIND_SLOTS; i++) {
+                struct rtd_intruder_key k = { .cpu = cpu };
+                struct task_struct *x;
+                struct rtd_intruder *v;
+                __u64 rt;
+
+                if (i >= c->blind_n)
+                        break;
+                x = (struct task_struct *) c->blind_task[i];
+                k.pid = c->blind_pid[i];
+                k.start_time = c->blind_start_time[i];
+                if (c->cur_intruder && k.pid == c->cur_pid && k.start_time == c->cur_start_time)
+                        continue;
+                if (!x || BPF_CORE_READ(x, pid) != k.pid || BPF_CORE_READ(x, start_time) != k.start_time)
+                        continue;               /* gone (a freed task_struct reads as another task) */
+                v = bpf_map_lookup_elem(&intruders, &k);
+                if (!v || !v->end_runtime || v->end_epoch != reserve_epoch ||
+                    BPF_CORE_READ(x, se.nr_migrations) != v->end_migrations)
+                        continue;
+                rt = BPF_CORE_READ(x, se.sum_exec_runtime);
+                if (rt <= v->end_runtime)
+                        continue;
+                c->intrusion_ns += rt - v->end_runtime;
+                v->ns += rt - v->end_runtime;
+                v->end_runtime = rt;
+        }
+}
+
+static __always_inline void recover_cur(struct rtd_cpu *c, __u32 cpu) {
         struct task_struct *x = (struct task_struct *) c->cur_task;
         __u32 left;
 
-        if (!c->cur_intruder || !c->cur_pid)
-                return;
         /* Read through the pointer noted at its switch-in, not by pid: this kernel's pid lookup
          * (bpf_task_from_pid) does not find the very threads whose switch-outs go unreported (PID 1's).
          * Not a reference: the reads are fault-safe, and a task_struct freed and reused since is told
@@ -114,6 +261,14 @@ static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
                 c->left_pid = 0;
         } else
                 c->unrecovered++;
+}
+
+static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
+        if (!c->cur_intruder || !c->cur_pid)
+                return;
+        blind_note(c);
+        recover_cur(c, cpu);
+        blind_sweep(c, cpu);
 }
 
 /*

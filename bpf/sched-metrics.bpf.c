@@ -409,10 +409,14 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
                         __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
                         bool fair = policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE;
 
-                        /* The run is counted either way; a non-fair slice is lost (unrecovered). */
-                        intruder_begin(btf, c, cpu, prev, prev_pid, pt, fair ? picked : rt);
+                        /* The run is counted either way; a non-fair slice is lost (unrecovered) unless
+                         * its task has not migrated since its time here was last added: then all of its
+                         * runtime since ran here, and intruder_begin() added it (a per-CPU kernel thread
+                         * switched in unseen by one of PID 1's threads, e.g. migration/1). */
+                        bool caught_up = intruder_begin(btf, c, cpu, prev, prev_pid, pt, fair ? picked : rt);
+
                         intruder_fold(c, cpu, prev_pid, rt);
-                        c->unrecovered += !fair;
+                        c->unrecovered += !fair && !caught_up;
                 }
                 if (j) {
                         __u64 rt = TREAD(btf, prev, se.sum_exec_runtime);
@@ -503,7 +507,11 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest)
         if (c)
                 __sync_fetch_and_add(&c->migrations_in, 1);
 
-        struct rtd_job *j = job_get(task_get(btf, p, pid, false));
+        struct rtd_task *mark = task_get(btf, p, pid, false);
+        struct rtd_job *j = job_get(mark);
+
+        if (cpu_reserved(dest) && !exempt(mark))
+                arrival_note(btf, p, pid, dest);
         if (j)
                 __sync_fetch_and_add(&j->migrations, 1);
         return 0;
@@ -823,3 +831,28 @@ int BPF_PROG(raw_softirq_exit, unsigned int vec) {
 }
 
 #include "sched-metrics-vectors.bpf.h"
+
+/*
+ * rtd's sample of a reserved CPU, run there on demand just before rtd reads the maps (bpf-metrics.c runs it
+ * with BPF_PROG_TEST_RUN on that CPU, only where a switch-out went unreported: see blind_sweep()). On the
+ * CPU itself, between two of its events, like the tick: the running intruder's slice so far and the runs no
+ * event showed are then in this sample, not the next. Not attached anywhere (SEC("raw_tp"), no name).
+ */
+SEC("raw_tp")
+int sample_cpu(void *ctx) {
+        __u32 cpu = bpf_get_smp_processor_id();
+        struct rtd_cpu *c = cpu_get(cpu);
+        struct task_struct *x;
+
+        if (!c || !cpu_reserved(cpu))
+                return 0;
+        c->snapshots++;
+        x = (struct task_struct *) c->cur_task;
+        /* Running yet, or left unseen without migrating: either way its time since the last fold was here. */
+        if (c->cur_intruder && c->cur_pid && x && BPF_CORE_READ(x, pid) == c->cur_pid &&
+            BPF_CORE_READ(x, start_time) == c->cur_start_time &&
+            BPF_CORE_READ(x, se.nr_migrations) == c->cur_migrations)
+                intruder_fold(c, cpu, c->cur_pid, BPF_CORE_READ(x, se.sum_exec_runtime));
+        blind_sweep(c, cpu);
+        return 0;
+}

@@ -59,6 +59,9 @@ struct rtd_task {
         __u64 last_nivcsw;
 };
 
+#define RTD_BLIND_SLOTS 16
+#define RTD_ARRIVAL_SLOTS 8
+
 /* Per-CPU counters (one ARRAY slot per possible CPU). Counters only grow; state fields at the end. */
 struct rtd_cpu {
         __u64 switches_voluntary;
@@ -100,7 +103,24 @@ struct rtd_cpu {
         __u64 left_start_time;
         __u64 left_runtime;
         __u32 left_pid;
-        __u32 left_pad;
+        /* Intruders whose switch-out here was never reported (recover()): a later run of theirs here may be
+         * wholly unseen, its time added by blind_sweep() at the next recover() or rtd's next sample. */
+        __u32 blind_n;
+        __u64 blind_task[RTD_BLIND_SLOTS];
+        __u64 blind_start_time[RTD_BLIND_SLOTS];
+        __u32 blind_pid[RTD_BLIND_SLOTS];
+        __u32 blind_next;
+        __u32 blind_pad;
+        __u64 snapshots;                /* runs of rtd's sampling program here (one call-function IPI each) */
+        /* Intruders moved onto this CPU (sched_migrate_task, on any CPU; arr_pid written last, 0 when free):
+         * their runtime and nr_migrations then, where their time here begins (intruder_arrived()). */
+        __u64 arr_task[RTD_ARRIVAL_SLOTS];
+        __u64 arr_start_time[RTD_ARRIVAL_SLOTS];
+        __u64 arr_runtime[RTD_ARRIVAL_SLOTS];
+        __u64 arr_migrations[RTD_ARRIVAL_SLOTS];
+        __u32 arr_pid[RTD_ARRIVAL_SLOTS];
+        __u32 arr_next;
+        __u32 arr_pad;
 };
 
 /* Per-job counters, summed over the job's tasks on every CPU (atomic updates). */

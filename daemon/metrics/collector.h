@@ -40,6 +40,7 @@ typedef struct CpuCounters {
         uint64_t other_runs;
         uint64_t missed_events;         /* sched_switch events that never reached the BPF program */
         uint64_t unrecovered;           /* ... where an intruder's slice is not in the figures */
+        uint64_t cpu_samples;           /* rtd's sampling program run on the CPU (one IPI each) */
         uint64_t vec_count[METRICS_NR_VECTORS];
         uint64_t vec_ns[METRICS_NR_VECTORS];    /* 0 when counted from /proc/interrupts */
         uint64_t vec_kernel[METRICS_NR_VECTORS];        /* the same rows of /proc/interrupts (BPF: since attach) */

@@ -537,6 +537,7 @@ static json_t *cpu_json(Metrics *x, unsigned i) {
         (void) json_object_set_new(j, "hardirqs_kernel", json_integer(c->hardirq_kernel));
         (void) json_object_set_new(j, "missed_events", json_integer(c->missed_events));
         (void) json_object_set_new(j, "missed_unrecovered", json_integer(c->unrecovered));
+        (void) json_object_set_new(j, "sampled_on_cpu", json_integer(c->cpu_samples));
         (void) json_object_set_new(j, "vectors", vectors_json(c, p, secs));
         if (reserved) {
                 (void) json_object_set_new(j, "intruders", cumulative_intruders(x, i));

@@ -69,6 +69,11 @@ class Trace:
             _write(os.path.join(self.remote, "events/sched/sched_switch/filter"),
                    " || ".join(f"next_pid == {t}" for t in sorted(watch)))
             _write(os.path.join(self.remote, "events/sched/sched_switch/enable"), "1")
+            # A watched task moved to or from any CPU may have run elsewhere (see unseen_bounds()).
+            for d in (self.dir, self.remote):
+                _write(os.path.join(d, "events/sched/sched_migrate_task/filter"),
+                       " || ".join(f"pid == {t}" for t in sorted(watch)))
+                _write(os.path.join(d, "events/sched/sched_migrate_task/enable"), "1")
         _write(os.path.join(self.remote, "tracing_on"), "1")
         _write(os.path.join(self.dir, "tracing_on"), "1")
 
@@ -136,6 +141,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
     sum_exec_runtime, and so rtd, adds up).
     """
     f = Figures()
+    two_cpus = os.cpu_count() == 2
     exempt = set(exempt)
     job_pids = set(job_pids)
     cur = None                          # the CPU's current task as the trace knows it
@@ -143,14 +149,23 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
     on_cpu = None                       # the task this CPU's last event was stamped with
     idle_seen = None                    # last event stamped while the idle task was current
     running_at = {}                     # pid -> whether it was running across t0 / t1
-    vec_start = None
+    vec_start = edge_vec = None
+    f.vectors_edge = {}                 # row -> seconds of vectors handled in rtd's reading spans
     f.spans = (t0 - a0, b1 - t1)
     f.reconstructed = 0
     f.unseen = []                       # (pid, after, before): a switch away from pid the trace never shows
     f.watch = {t: {"runtime": [], "elsewhere": []} for t in watch}
     f.unwatched = set()                 # tasks with such a switch that were not watched
-    cur_upd, other_first = 0.0, None
+    # The task the trace last saw on the CPU (by its switch-in or an event under it), and up to when its
+    # CPU time is surely in the trace's updates; last_local: the stamp of the CPU's last event.
+    occ, occ_upd, last_local = None, 0.0, 0.0
     last_tick = last_switch_ts = 0.0    # the last tick and switch on this CPU
+
+    def remote_here(p, stamp):
+        """Whether an update_curr() of task p, made on another CPU (whose current task is stamp), was of this
+        CPU's current task: a remote update is always of a runqueue's running task, so with two CPUs of
+        anything but the other CPU's own; with more, only of the task this CPU last showed."""
+        return p != stamp if two_cpus else p == on_cpu
 
     def intruder(pid):
         return pid and pid not in exempt
@@ -178,13 +193,26 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             p = int(kv["pid"])
             if p in f.watch:
                 f.watch[p]["runtime"].append((ts, int(kv["runtime"])))
-            if p == cur:
-                cur_upd = ts            # cur's CPU time is accounted up to here
+            if name == "remote_sched_stat_runtime" and remote_here(p, pid) and p != occ:
+                # This CPU's current task, updated from another CPU: the trace learns of a switch it
+                # never showed (as for an event under another task, below).
+                if occ:
+                    f.unseen.append((occ, occ_upd, ts))
+                    f.watch.setdefault(occ, {"runtime": [], "elsewhere": []})
+                    f.unwatched |= {occ} - set(watch)
+                occ, occ_upd = p, last_local
+            if p == occ:
+                occ_upd = ts            # occ's CPU time is accounted up to here
         if name == "tlb_flush":
             # Also traced inside a switch (switch_mm), stamped with the task switched away from: no mark of
             # what runs. flush_tlb_func() counts TLB on entry for a remote request; it reports one of these
             # two reasons unless it returns early (the CPU lazy or in init_mm), which no event shows.
             f.tlb += inside and ("reason:remote shootdown" in rest or "reason:remote wrong CPU" in rest)
+            continue
+        if name in ("sched_migrate_task", "remote_sched_migrate_task"):
+            p = int(kv["pid"])
+            if p in f.watch:
+                f.watch[p]["elsewhere"].append(ts)
             continue
         if name.startswith("remote_"):
             if name == "remote_sched_switch":
@@ -200,12 +228,18 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             on_cpu = pid
             if name == "local_timer_entry":
                 last_tick = ts
-            # The first event under another task after cur's last one: a switch away from cur that the trace
-            # never shows happened before it (and after cur's last update, cur_upd).
-            if pid == cur:
-                other_first = None
-            elif other_first is None:
-                other_first = ts
+            # An event under another task than the one the trace last saw here: a switch the trace never
+            # showed happened since that one's last event (from the idle task, or away from a task whose
+            # switch-outs are never reported, chains of them included: 75->69->75). The task left's last
+            # update_curr() is at that switch: a piece of its CPU time the trace lacks, in (occ_upd, ts].
+            # Any run that left no event at all lies inside such a piece too.
+            if pid != occ:
+                if occ:
+                    f.unseen.append((occ, occ_upd, ts))
+                    f.watch.setdefault(occ, {"runtime": [], "elsewhere": []})
+                    f.unwatched |= {occ} - set(watch)
+                occ, occ_upd = pid, last_local
+            last_local = ts
         if pid == 0 and not name.startswith("remote_") and name != "sched_process_fork":
             idle_seen = ts
         if name == "sched_process_fork":
@@ -221,7 +255,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             p, ns = int(kv["pid"]), int(kv["runtime"])
             # Only updates of this CPU's current task: on this CPU the line's task is current; from
             # elsewhere, the task this CPU last showed as current.
-            if p != pid if name == "sched_stat_runtime" else p != on_cpu:
+            if p != pid if name == "sched_stat_runtime" else not remote_here(p, pid):
                 continue
             if edge and intruder(p):
                 # CPU time in the spans where rtd was reading: on either side of its sample (its table of
@@ -247,13 +281,7 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             if cur is not None and prev != cur and prev != 0:
                 # The unrecorded switch to prev: from the idle task (after its last stamp), or one the
                 # tracepoint itself never fired for (rtd's program misses the same: its missed_events).
-                f.reconstructed += 1
-                if cur:
-                    # A switch away from a task, not reported: its slice's last update_curr() (its
-                    # sched_stat_runtime) is missing too. When it happened is bounded by the trace.
-                    f.unseen.append((cur, cur_upd, other_first if other_first is not None else ts))
-                    f.watch.setdefault(cur, {"runtime": [], "elsewhere": []})
-                    f.unwatched |= {cur} - set(watch)
+                f.reconstructed += 1    # its time: a piece of f.unseen (above)
                 lo = idle_seen if cur == 0 and idle_seen is not None else last_switch
                 switch_in(prev, lo, ts, kv["prev_comm"])
             if inside and prev:
@@ -263,12 +291,19 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             # Its CPU time runs from the runqueue clock's value at its pick, which may be older than this
             # event: a __schedule() after a wakeup preemption skips the clock update. So from the last update
             # surely before: a tick, or the switch before this one.
-            cur_upd, other_first = max(last_tick, last_switch_ts), None
+            occ, occ_upd = nxt, max(last_tick, last_switch_ts)
             last_switch_ts = ts
             if ts <= t0:
                 running_at = {nxt: True}
             continue
         if not inside:
+            # A vector handled in rtd's reading spans may be in its figures or not (rtd's own sampling IPI
+            # is there): its time, like its count, may fall on either side.
+            if edge and name.endswith("_entry") and name[:-6] in VECTOR_ROW:
+                edge_vec = (VECTOR_ROW[name[:-6]], ts)
+            elif edge and name.endswith("_exit") and name[:-5] in VECTOR_ROW and edge_vec:
+                f.vectors_edge[edge_vec[0]] = f.vectors_edge.get(edge_vec[0], 0.0) + ts - edge_vec[1]
+                edge_vec = None
             continue
         on_job = pid in job_pids
         if name == "irq_handler_entry":
@@ -291,29 +326,40 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
     return f
 
 
-def unseen_bounds(f, a0, t0, t1, b1, r0, r1, run_ns):
-    """Bounds (lo, hi) in seconds of the CPU time the trace lacks, in the window (t0, t1], of each task whose
-    switch-outs it never shows: {pid: (lo, hi)}. run_ns: {pid: growth of its /proc/TID/schedstat run time
-    over (r0, r1]}, a span that holds the window. [a0, t0] and (t1, b1] are the spans of rtd's readings.
+def _missing(w, reads, wide):
+    """What the trace lacks of a task between two reads of its schedstat (run_ns, before, after each):
+    its run time's growth less the trace's updates of it. wide: count updates from before the first read
+    to after the second (the least it can lack), else only between them (the most)."""
+    (run0, b0, a0), (run1, b1, a1) = reads
+    lo, hi = (b0, a1) if wide else (a0, b1)
+    return max(0, run1 - run0 - sum(ns for ts, ns in w["runtime"] if lo < ts <= hi)) / 1e9
+
+
+def unseen_bounds(f, outer, inner):
+    """Bounds (lo, hi) in seconds of the CPU time the trace lacks, in the window between rtd's samples, of
+    the tasks whose switch-outs it never shows: ((lo, hi) of them all, {pid: (lo, hi)} of each seen here).
+    outer: {pid: ((run_ns, before, after), (run_ns, before, after))}, /proc/TID/schedstat read just before
+    the first sample's reading and just after the second's; inner: just after the first's and just before
+    the second's, so inside the window (test-audit.py polls rtd and reads them each time).
 
     Blind spot of this kernel (6.18, a Firecracker guest): no tracepoint fires while a thread of the VM's
     PID 1 is switched out (sched_switch and the sched_stat_runtime of its last update_curr() alike), though
-    the runqueue's nr_switches counts the switch. So the trace lacks the last piece of each such slice. Their
-    sum over (r0, r1] is exact: the task's own sum_exec_runtime less every update the trace has of it on any
-    CPU. Each piece lies at its unseen switch, which the trace places between two events, so a piece is at
-    most that gap. The window's missing time is then at least the sum less the gaps of the pieces that may
-    lie outside the window, and at most the smaller of the sum and the gaps of those that may lie inside it.
-    A switch-in elsewhere in the span means pieces the trace cannot place: the lower bound opens to 0."""
-    out = {}
-    for pid, w in f.watch.items():
-        pieces = [(a, b) for p, a, b in f.unseen if p == pid and r0 < b and a <= r1]
-        if not pieces or pid not in run_ns:
-            continue
-        seen = sum(ns for ts, ns in w["runtime"] if r0 < ts <= r1)
-        missing = max(0, run_ns[pid] - seen) / 1e9
-        may_in = sum(b - a for a, b in pieces if a < b1 and b > a0)       # rtd's spans: either side
-        may_out = sum(b - a for a, b in pieces if a < t0 or b > t1)
-        elsewhere = any(r0 < ts <= r1 for ts in w["elsewhere"])
-        lo = 0.0 if elsewhere else max(0.0, missing - may_out)
-        out[pid] = (lo, max(lo, min(missing, may_in)))
-    return out
+    the runqueue's nr_switches counts the switch. So the trace lacks the last piece of each such slice, and
+    a thread switched in by another one and out again (75->69->75) may leave no event at all: the pieces the
+    trace can place (analyse()'s f.unseen) do not always hold what is missing (one window: 13.9 ms missing,
+    12.0 ms of pieces). What a thread lacks between two reads is exact: its sum_exec_runtime's growth less
+    every update the trace has of it on any CPU. The trace's blind spot in the window is then
+    - at most what all of PID 1's threads lack between the outer reads;
+    - at least what they lack between the inner reads, counting only threads seen on this CPU in the span
+      (a piece or an update) and nowhere else in the whole trace (no switch-in on another CPU, no
+      migration, both traced on every CPU)."""
+    span = (min((r[0][1] for r in outer.values()), default=0.0), max((r[1][2] for r in outer.values()), default=0.0))
+    here = ({p for p, a, b in f.unseen if a <= span[1] and b > span[0]} | set(f.by_pid)) & set(outer) & set(f.watch)
+    # Nowhere else: not in the span only (a thread seen here before it may have moved away before the
+    # span and run in chains there, unseen), but in the whole trace, which starts before the span.
+    only_here = {p for p in here if p in inner and not f.watch[p]["elsewhere"]}
+    most = {p: _missing(f.watch[p], outer[p], False) for p in outer if p in f.watch}
+    least = {p: _missing(f.watch[p], inner[p], True) for p in only_here}
+    lo = sum(least.values())
+    each = {p: (least.get(p, 0.0), max(least.get(p, 0.0), most[p])) for p in here if most[p] or least.get(p)}
+    return (lo, max(lo, sum(most.values()))), each
