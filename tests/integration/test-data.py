@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from rtdtest import (RTCTL, Knobs, Rtd, Skip, TestUser, api, knob_lock, knobs_as_found, need_root, run, run_tests,
-                     test, wait_final, wait_state, wait_workers_ready)
+                     test, wait_final, wait_for, wait_state, wait_workers_ready)
 
 CPU = 1
 GROUP = "rtddatagrp"
@@ -347,7 +347,11 @@ def a_started_job_is_synced_before_it_runs():
             st, fresh = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"date +%s.%N > {stamps['fresh']}; "
                                                                 "sleep 1"], "env": PATH_ENV})
             assert st == 201, fresh
-            time.sleep(0.2)     # past the window in which the next job would be handed ahead to the worker
+            # Running, and past the window in which the next job would be handed ahead to the worker: the
+            # next one waits in the queue (a fixed sleep was too short on a loaded machine).
+            wait_state(rtd, fresh["id"], ("running",))
+            wait_for(lambda: os.path.exists(stamps["fresh"]) or None, what="the fresh job's time stamp")
+            time.sleep(0.2)
             st, queued = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"date +%s.%N > {stamps['queued']}"],
                                                        "env": PATH_ENV})
             assert st == 201 and queued["state"] == "queued", queued
@@ -420,7 +424,7 @@ def output_of_a_job_whose_record_a_power_cut_lost_is_never_served():
         rtd.stop()
         sql(rtd, "DELETE FROM jobs WHERE id = ?", jid)
         rtd.start()
-        wait_worker(rtd)
+        wait_workers_ready(rtd)
         assert not [f for f in os.listdir(out) if f.startswith(f"{jid}.")], os.listdir(out)
         assert f"Removed {jid}.stdout: the store has no job {jid}" in rtd.read_log()
         # The id is given again, to user 2's job, which is served its own output only.
