@@ -188,6 +188,34 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av) {
         return 0;
 }
 
+/* rtd answers a lease at once and goes on walking /proc between its other requests when one pass did not
+ * reach every task (a slow or crowded node): the tasks must not start before it has. Bounded by timeout=. */
+static int wait_quieted(RtLease *lease, char **ret_error) {
+        char path[64];
+        int waited = 0;
+
+        (void) snprintf(path, sizeof path, "/v1/leases/%" PRIu64, lease->id);
+        while (!lease->quieted) {
+                RtReply reply = {};
+                RtLease now;
+                int r;
+
+                if (waited >= args.timeout_ms)
+                        return -ETIMEDOUT;
+                (void) usleep(RTLEASE_QUIET_POLL_MS * 1000);
+                waited += RTLEASE_QUIET_POLL_MS;
+                r = rtlease_call(&args, "GET", path, NULL, &reply, ret_error);
+                if (r < 0)
+                        return r;
+                r = reply.status == 200 ? rtlease_parse_lease(reply.body, &now) : -EBADMSG;
+                rtlease_reply_done(&reply);
+                if (r < 0)
+                        return r;
+                lease->quieted = now.quieted;
+        }
+        return 0;
+}
+
 static void lease_step(uint32_t n_local) {
         _cleanup_free_ char *body = NULL, *err = NULL, *problem = NULL;
         const char *step = lease_owner + strlen("slurm:");
@@ -223,6 +251,14 @@ static void lease_step(uint32_t n_local) {
         if (r < 0)
                 return fail("rtd answered 201 without a lease id for step %s", step);
         lease_id = lease.id;
+        r = wait_quieted(&lease, &err);
+        if (r == -ETIMEDOUT)
+                return fail("rtd: lease %" PRIu64 " of CPUs %s for step %s: rtd had not moved every other task off "
+                            "them after %d s (timeout= in plugstack.conf); not running un-quieted", lease_id, cpus,
+                            step, args.timeout_ms / 1000);
+        if (r < 0)
+                return fail("rtd: lease %" PRIu64 " of CPUs %s for step %s: cannot ask rtd whether they are quiet "
+                            "yet: %s", lease_id, cpus, step, err ? err : strerror(-r));
         slurm_info("rtd: lease %" PRIu64 " quiets CPUs %s for step %s", lease_id, cpus, step);
         if (opts.mode == RT_MODE_RT) {
                 struct sched_param param = {};

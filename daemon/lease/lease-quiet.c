@@ -20,8 +20,65 @@
 #include "shared/fileio.h"
 #include "shared/log.h"
 
-/* As reserve.c's: one walk over /proc may hold the loop this long; the next check resumes after it. */
+/* As reserve.c's: one pass over /proc may hold the loop this long. A pass cut short goes on at the next turn
+ * of the loop (requests are served in between), not at the next drift check. */
 #define LEASE_WALK_BUDGET_USEC (250 * 1000)
+
+uint64_t leases_walk_budget(void) {
+        /* For tests and diagnosis (docs/leases.md): a smaller budget makes every walk a chain of passes. */
+        const char *e = getenv("RTD_LEASE_WALK_BUDGET_USEC");
+        unsigned long long v;
+        char *end;
+
+        if (!e || !*e)
+                return LEASE_WALK_BUDGET_USEC;
+        errno = 0;
+        v = strtoull(e, &end, 10);
+        if (errno || *end || v == 0 || v > LEASE_WALK_BUDGET_USEC) {
+                log_warning("RTD_LEASE_WALK_BUDGET_USEC=%s: not 1 to %d, using %d", e, LEASE_WALK_BUDGET_USEC,
+                            LEASE_WALK_BUDGET_USEC);
+                return LEASE_WALK_BUDGET_USEC;
+        }
+        return v;
+}
+
+void lease_walk_begin(Leases *l, Lease *x) {
+        x->quieted = false;
+        x->walk_start = l->walk_resume;
+}
+
+/* Whether a pass that went from after pid a to pid b (in pid order, wrapping round) went past pid s. */
+static bool pass_went_past(pid_t a, pid_t b, pid_t s) {
+        return a < b ? a < s && s <= b : s > a || s <= b;
+}
+
+/* A whole pass, or passes that came round to where a lease's walk began, quieted that lease. */
+static void walk_progress(Leases *l, pid_t from, pid_t to, bool cut_short) {
+        for (size_t i = 0; i < l->n_active; i++) {
+                Lease *x = l->active[i];
+                if (!x->quieted && (!cut_short || pass_went_past(from, to, x->walk_start)))
+                        x->quieted = true;
+        }
+}
+
+static int on_walk_more(sd_event_source *s, void *userdata) {
+        Leases *l = userdata;
+
+        (void) s;
+        (void) leases_quiet(l, l->walk_drift);
+        return 0;
+}
+
+/* One dispatch per loop turn (sd-event): the HTTP requests that came meanwhile are served before the next pass. */
+static void walk_more(Leases *l, bool drift) {
+        l->walk_drift = drift;
+        if (l->walk_more) {
+                (void) sd_event_source_set_enabled(l->walk_more, SD_EVENT_ONESHOT);
+                return;
+        }
+        if (sd_event_add_defer(l->manager->event, &l->walk_more, on_walk_more, l) < 0)
+                log_warning("Leases: could not continue a walk over /proc cut short; the drift check resumes it");
+}
 
 static int restore_all(Leases *l) {
         ReplayReport rep = {};
@@ -51,6 +108,7 @@ int leases_quiet(Leases *l, bool drift) {
 
         if (l->n_active == 0) {
                 l->drift_timer = sd_event_source_disable_unref(l->drift_timer);
+                l->walk_more = sd_event_source_disable_unref(l->walk_more);
                 if (l->journal->n_entries == 0 && !l->journal->on_disk)
                         return 0;
                 return restore_all(l);
@@ -63,15 +121,26 @@ int leases_quiet(Leases *l, bool drift) {
                 exempt[i] = l->active[i]->pid;
         /* The targets are (original ∩ hk): CPUs a lease gave back return to the tasks that had them. */
         k = (KnobCtx){ .proc_fd = l->proc_fd, .sys_fd = l->sys_fd, .journal = l->journal,
-                       .deadline_usec = now_usec(CLOCK_MONOTONIC) + LEASE_WALK_BUDGET_USEC,
+                       .deadline_usec = now_usec(CLOCK_MONOTONIC) + l->walk_budget_usec,
                        .resume_pid = l->walk_resume, .exempt = exempt, .n_exempt = l->n_active };
         q = tasks_apply(&k, &hk, TASKS_ALL, drift, getpid(), &ts);
-        l->walk_resume = k.resume_pid;
         if (q < 0)
                 return q;
+        /* A pass cut before its first task (the list alone took the budget) keeps its place. */
+        if (!ts.cut_short || ts.seen > 0) {
+                walk_progress(l, l->walk_resume, k.resume_pid, ts.cut_short);
+                l->walk_resume = k.resume_pid;
+        }
+        if (ts.cut_short) {
+                l->walks_cut_short++;
+                walk_more(l, drift);
+        } else
+                (void) sd_event_source_set_enabled(l->walk_more, SD_EVENT_OFF);
         if (drift) {
                 l->tasks_drifted += ts.drifted;
-                l->drift_checks++;
+                /* One check is one round, however many passes it takes. */
+                if (!ts.cut_short)
+                        l->drift_checks++;
                 if (ts.drifted > 0)
                         log_notice("Leases: drift check: %u task%s found on leased CPUs again, moved back",
                                    ts.drifted, ts.drifted == 1 ? "" : "s");
