@@ -42,6 +42,9 @@ def ns_pid(host_pid):
 class LeaseScenario:
     """Lock, namespace with helper tasks (one pinned to the CPU to lease), snapshot; puts everything back."""
 
+    def __init__(self, conf=CONF, env=()):
+        self.conf, self.env = conf, list(env)
+
     def __enter__(self):
         need_root()
         if os.cpu_count() < 2:
@@ -62,8 +65,8 @@ class LeaseScenario:
             time.sleep(0.1)
         self.knobs = tr.AllKnobs()
         self.tasks = ns.tasks()
-        ns.write_config(extra=CONF, daemon="SocketMode=0666\n")
-        ns.start_rtd()
+        ns.write_config(extra=self.conf, daemon="SocketMode=0666\n")
+        ns.start_rtd(["env", *self.env, tr.RTD, "--config", ns.config] if self.env else None)
         return self
 
     def __exit__(self, *exc):
@@ -215,6 +218,48 @@ def lease_quiets_cpu_and_ends_with_tree():
         assert "rtd_lease_active{" not in prom and "rtd_leases_active 0" in prom
         time.sleep(0.3)
         s.assert_restored("the leased tree ended")
+
+
+@test
+def lease_walk_cut_short_goes_on_at_once():
+    """A walk over /proc cut short (many tasks; 3 ms a pass by RTD_LEASE_WALK_BUDGET_USEC) goes on at the next
+    loop turns, not at the next drift check (an hour away here): the lease says "quieted" once every task was
+    walked, within seconds, and by then no ordinary task is left on the leased CPU. Meanwhile rtd answers."""
+    conf = CONF.replace("CheckIntervalSec=1", "CheckIntervalSec=3600")
+    with LeaseScenario(conf, env=["RTD_LEASE_WALK_BUDGET_USEC=3000"]) as s:
+        n = 300
+        crowd = s.ns.spawn("sh", "-c", f"for i in $(seq {n}); do sleep 1000 & done; wait")
+        end = time.time() + 30
+        while len(s.ns.descendants(crowd)) < n and time.time() < end:
+            time.sleep(0.1)
+        assert len(s.ns.descendants(crowd)) >= n, "the crowd of sleeps did not start"
+        root, root_ns = s.tree("sleep", "1000")
+        st, j = s.lease(root_ns, owner="slurm:12.0")
+        assert st == 201, (st, j)
+        lid = j["id"]
+        polls, end = 0, time.time() + 20
+        while not j["quieted"] and time.time() < end:
+            time.sleep(0.02)
+            st, j = s.http("GET", f"/v1/leases/{lid}")
+            assert st == 200, (st, j)
+            polls += 1
+        assert j["quieted"], f"lease not quieted 20 s after it began (the drift check is an hour away): {j}"
+        st, all_ = s.http("GET", "/v1/leases")
+        cut = all_["quiet"]["tasks"]["walks_cut_short"]
+        print(f"  {n} tasks: walk cut short {cut} times, quieted after {polls} polls; "
+              f"{all_['quiet']['tasks']['moved']} tasks moved")
+        assert cut > 0, f"the walk was never cut short: the test proves nothing: {all_['quiet']}"
+        hk = tr.cpulist(HK)
+        tree = {root} | s.ns.descendants(root)
+        left = [(tid, comm, allowed) for (tid, _), (comm, allowed, tgid) in s.ns.tasks().items()
+                if tgid not in tree and not tr.cpulist(allowed) <= hk]
+        assert not left, f"{len(left)} ordinary tasks still on CPU {LEASED} once the lease said quieted: {left[:5]}"
+        assert all_["quiet"]["tasks"]["drift_checks"] == 0, all_["quiet"]
+        os.kill(root, signal.SIGKILL)
+        s.wait_released(lid)
+        os.killpg(os.getpgid(crowd), signal.SIGKILL)
+        time.sleep(0.3)
+        s.assert_restored("the crowd's lease ended")
 
 
 @test
