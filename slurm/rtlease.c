@@ -368,7 +368,7 @@ int rtlease_json_bool(const char *json, const char *key, bool *ret) {
 }
 
 int rtlease_parse_lease(const char *body, RtLease *ret) {
-        _cleanup_free_ char *cpus = NULL;
+        _cleanup_free_ char *cpus = NULL, *state = NULL;
         RtLease l = { .max_priority = -1, .quieted = true };
         int64_t v;
         int r;
@@ -382,6 +382,7 @@ int rtlease_parse_lease(const char *body, RtLease *ret) {
         if (rtlease_json_int(body, "max_priority", &v) >= 0 && v >= 0 && v <= 99)
                 l.max_priority = (int) v;
         (void) rtlease_json_bool(body, "quieted", &l.quieted);
+        l.ended = rtlease_json_string(body, "state", &state) >= 0 && !streq(state, "active");
         if (rtlease_json_string(body, "cpus", &cpus) >= 0 && strlen(cpus) < sizeof l.cpus)
                 strcpy(l.cpus, cpus);
         *ret = l;

@@ -39,6 +39,7 @@ typedef struct RtLease {
         int max_priority;       /* -1 when rtd did not say */
         char cpus[256];
         bool quieted;           /* rtd has walked every task once since the lease began (true when it does not say) */
+        bool ended;             /* "state" is not "active": the lease ended already */
 } RtLease;
 
 /* How often, and at most how long (the plugin's timeout=), the plugin asks whether a lease is quiet yet. */

@@ -188,14 +188,14 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av) {
         return 0;
 }
 
-/* rtd answers a lease at once and goes on walking /proc between its other requests when one pass did not
- * reach every task (a slow or crowded node): the tasks must not start before it has. Bounded by timeout=. */
+/* rtd answers once every other task is off the CPUs, or after 5 s with "quieted": false while its walk over
+ * /proc goes on (a crowded or slow node): the tasks must not start before it is done. Bounded by timeout=. */
 static int wait_quieted(RtLease *lease, char **ret_error) {
         char path[64];
         int waited = 0;
 
         (void) snprintf(path, sizeof path, "/v1/leases/%" PRIu64, lease->id);
-        while (!lease->quieted) {
+        while (!lease->quieted && !lease->ended) {
                 RtReply reply = {};
                 RtLease now;
                 int r;
@@ -212,8 +212,9 @@ static int wait_quieted(RtLease *lease, char **ret_error) {
                 if (r < 0)
                         return r;
                 lease->quieted = now.quieted;
+                lease->ended = now.ended;
         }
-        return 0;
+        return lease->ended ? -ESRCH : 0;
 }
 
 static void lease_step(uint32_t n_local) {
@@ -256,6 +257,9 @@ static void lease_step(uint32_t n_local) {
                 return fail("rtd: lease %" PRIu64 " of CPUs %s for step %s: rtd had not moved every other task off "
                             "them after %d s (timeout= in plugstack.conf); not running un-quieted", lease_id, cpus,
                             step, args.timeout_ms / 1000);
+        if (r == -ESRCH)
+                return fail("rtd: lease %" PRIu64 " of CPUs %s for step %s ended before the CPUs were quiet "
+                            "(GET /v1/leases/%" PRIu64 " says why)", lease_id, cpus, step, lease_id);
         if (r < 0)
                 return fail("rtd: lease %" PRIu64 " of CPUs %s for step %s: cannot ask rtd whether they are quiet "
                             "yet: %s", lease_id, cpus, step, err ? err : strerror(-r));

@@ -36,6 +36,8 @@ struct Lease {
          * on each turn, and a caller waits for this before its tasks start (GET: "quieted"). */
         bool quieted;
         pid_t walk_start;               /* where the walk stood when the lease began */
+        LeaseQuietFn quiet_fn;          /* lease_on_quieted() */
+        void *quiet_userdata;
 };
 
 struct Leases {
@@ -67,6 +69,8 @@ struct Leases {
 int leases_quiet(Leases *l, bool drift);
 /* A new or adopted lease: quieted once the walk has come round to where it stands now. */
 void lease_walk_begin(Leases *l, Lease *x);
+/* Tells x's waiter (lease_on_quieted), if any, once. */
+void lease_quiet_notify(Lease *x);
 uint64_t leases_walk_budget(void);
 void leases_drift_timer_arm(Leases *l);
 /* Mark the lease's tree (root and its descendants now) for the collector; lease_track_forget() unmarks. */

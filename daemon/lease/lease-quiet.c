@@ -162,7 +162,12 @@ int leases_quiet(Leases *l, bool drift) {
         if (q < 0)
                 log_warning_errno(q, "Leases: could not steer IRQs: %m");
         tune_apply_workqueues(&k, &hk, m->topology->nr_cpu_ids);
-        return journal_flush(l->journal);
+        q = journal_flush(l->journal);
+        /* Waiters last, with the IRQs and workqueues of this pass applied too. A waiter may end its lease. */
+        for (size_t i = l->n_active; i-- > 0;)
+                if (i < l->n_active && l->active[i]->quieted)
+                        lease_quiet_notify(l->active[i]);
+        return q;
 }
 
 static int on_drift(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -51,6 +51,25 @@ const char *lease_owner(const Lease *x) {
         return x->owner;
 }
 
+bool lease_quieted(const Lease *x) {
+        return x->quieted;
+}
+
+void lease_quiet_notify(Lease *x) {
+        LeaseQuietFn fn = x->quiet_fn;
+
+        x->quiet_fn = NULL;
+        if (fn)
+                fn(x, x->quiet_userdata);
+}
+
+void lease_on_quieted(Lease *x, LeaseQuietFn fn, void *userdata) {
+        x->quiet_fn = fn;
+        x->quiet_userdata = userdata;
+        if (fn && (x->quieted || !x->active))
+                lease_quiet_notify(x);
+}
+
 bool lease_is_active(const Lease *x) {
         return x->active;
 }
@@ -243,6 +262,7 @@ int lease_release(Leases *l, Lease *x, const char *reason) {
         (void) cpuset_format(&x->cpus, &list);
         log_notice("Lease %" PRIu64 " (%s, CPUs %s) released: %s%s", x->id, x->owner, strempty(list), reason,
                    r < 0 ? "; some knobs could not be restored (see rtd --restore)" : "");
+        lease_quiet_notify(x);          /* ended before it was quiet: its waiter answers with that */
         return r;
 }
 

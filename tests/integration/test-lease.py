@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import rtdtest
@@ -220,46 +221,84 @@ def lease_quiets_cpu_and_ends_with_tree():
         s.assert_restored("the leased tree ended")
 
 
+def crowd(s, n):
+    """n ordinary tasks (sleeps on every CPU) in the namespace; returns the host pid of their shell."""
+    sh = s.ns.spawn("sh", "-c", f"for i in $(seq {n}); do sleep 1000 & done; wait")
+    end = time.time() + 30
+    while len(s.ns.descendants(sh)) < n and time.time() < end:
+        time.sleep(0.1)
+    assert len(s.ns.descendants(sh)) >= n, "the crowd of sleeps did not start"
+    return sh
+
+
+def ordinary_on_leased(s, tree_root):
+    """Tasks outside the leased tree still allowed on the leased CPU."""
+    hk = tr.cpulist(HK)
+    tree = {tree_root} | s.ns.descendants(tree_root)
+    return [(tid, comm, allowed) for (tid, _), (comm, allowed, tgid) in s.ns.tasks().items()
+            if tgid not in tree and not tr.cpulist(allowed) <= hk]
+
+
 @test
 def lease_walk_cut_short_goes_on_at_once():
-    """A walk over /proc cut short (many tasks; 3 ms a pass by RTD_LEASE_WALK_BUDGET_USEC) goes on at the next
-    loop turns, not at the next drift check (an hour away here): the lease says "quieted" once every task was
-    walked, within seconds, and by then no ordinary task is left on the leased CPU. Meanwhile rtd answers."""
+    """A walk over /proc cut short (300 tasks; 3 ms a pass by RTD_LEASE_WALK_BUDGET_USEC) goes on at the next
+    loop turns, not at the next drift check (an hour away here), and rtd answers other requests between the
+    passes; the POST is answered once every task was walked: then no ordinary task is left on the CPU."""
     conf = CONF.replace("CheckIntervalSec=1", "CheckIntervalSec=3600")
     with LeaseScenario(conf, env=["RTD_LEASE_WALK_BUDGET_USEC=3000"]) as s:
-        n = 300
-        crowd = s.ns.spawn("sh", "-c", f"for i in $(seq {n}); do sleep 1000 & done; wait")
-        end = time.time() + 30
-        while len(s.ns.descendants(crowd)) < n and time.time() < end:
-            time.sleep(0.1)
-        assert len(s.ns.descendants(crowd)) >= n, "the crowd of sleeps did not start"
+        sh = crowd(s, 300)
         root, root_ns = s.tree("sleep", "1000")
-        st, j = s.lease(root_ns, owner="slurm:12.0")
-        assert st == 201, (st, j)
-        lid = j["id"]
-        polls, end = 0, time.time() + 20
-        while not j["quieted"] and time.time() < end:
-            time.sleep(0.02)
-            st, j = s.http("GET", f"/v1/leases/{lid}")
-            assert st == 200, (st, j)
-            polls += 1
-        assert j["quieted"], f"lease not quieted 20 s after it began (the drift check is an hour away): {j}"
+        post = {}
+        t = threading.Thread(target=lambda: post.update(r=s.lease(root_ns, owner="slurm:12.0"), at=time.time()))
+        t0 = time.time()
+        t.start()
+        mid_walk = []          # GETs answered while the lease existed, not yet quieted, its POST unanswered
+        while t.is_alive() and time.time() < t0 + 40:
+            st, j = s.http("GET", "/v1/leases")
+            if st == 200 and t.is_alive() and any(not x["quieted"] for x in j["leases"] if x["state"] == "active"):
+                mid_walk.append(time.time() - t0)
+            time.sleep(0.01)
+        t.join()
+        left = ordinary_on_leased(s, root)     # as the answer arrived (the next drift check is an hour away)
+        st, j = post["r"]
+        assert st == 201 and j["quieted"], (st, j)
         st, all_ = s.http("GET", "/v1/leases")
-        cut = all_["quiet"]["tasks"]["walks_cut_short"]
-        print(f"  {n} tasks: walk cut short {cut} times, quieted after {polls} polls; "
-              f"{all_['quiet']['tasks']['moved']} tasks moved")
-        assert cut > 0, f"the walk was never cut short: the test proves nothing: {all_['quiet']}"
-        hk = tr.cpulist(HK)
-        tree = {root} | s.ns.descendants(root)
-        left = [(tid, comm, allowed) for (tid, _), (comm, allowed, tgid) in s.ns.tasks().items()
-                if tgid not in tree and not tr.cpulist(allowed) <= hk]
-        assert not left, f"{len(left)} ordinary tasks still on CPU {LEASED} once the lease said quieted: {left[:5]}"
-        assert all_["quiet"]["tasks"]["drift_checks"] == 0, all_["quiet"]
+        q = all_["quiet"]["tasks"]
+        print(f"  300 tasks: walk cut short {q['walks_cut_short']} times; POST answered after "
+              f"{post['at'] - t0:.2f}s; {len(mid_walk)} GETs answered meanwhile mid-walk; {q['moved']} tasks moved")
+        assert q["walks_cut_short"] > 0, f"the walk was never cut short: the test proves nothing: {q}"
+        assert not left, f"{len(left)} ordinary tasks still on CPU {LEASED} when the lease was answered: {left[:5]}"
+        assert mid_walk, "no request was answered between the walk's passes"
+        assert q["drift_checks"] == 0, q
         os.kill(root, signal.SIGKILL)
-        s.wait_released(lid)
-        os.killpg(os.getpgid(crowd), signal.SIGKILL)
+        s.wait_released(j["id"])
+        os.killpg(os.getpgid(sh), signal.SIGKILL)
         time.sleep(0.3)
         s.assert_restored("the crowd's lease ended")
+
+
+@test
+def lease_answer_bounded_when_walk_never_ends():
+    """A /proc that a pass can never list within its budget (1 µs here; a hostile crowd of processes in life)
+    does not hold the answer: 201 within seconds, saying "quieted": false; rtd keeps trying, and serves."""
+    conf = CONF.replace("CheckIntervalSec=1", "CheckIntervalSec=3600")
+    with LeaseScenario(conf, env=["RTD_LEASE_WALK_BUDGET_USEC=1"]) as s:
+        sh = crowd(s, 100)
+        root, root_ns = s.tree("sleep", "1000")
+        t0 = time.time()
+        st, j = s.lease(root_ns, owner="slurm:13.0")      # curl gives up after 30 s
+        took = time.time() - t0
+        assert st == 201 and j["quieted"] is False and j["state"] == "active", (st, j, took)
+        assert "not every task walked off its CPUs" in s.ns.read_log(), s.ns.read_log()
+        st, all_ = s.http("GET", "/v1/leases")
+        assert st == 200 and all_["quiet"]["tasks"]["walks_cut_short"] > 0, all_
+        print(f"  answered after {took:.1f}s with quieted false; {all_['quiet']['tasks']['walks_cut_short']} "
+              f"passes cut short")
+        st, j2 = s.http("DELETE", f"/v1/leases/{j['id']}")
+        assert st == 200 and j2["state"] == "released", (st, j2)
+        os.killpg(os.getpgid(sh), signal.SIGKILL)
+        time.sleep(0.3)
+        s.assert_restored("the lease that never quieted was released")
 
 
 @test

@@ -163,6 +163,7 @@ static void test_parse_lease(void **state) {
         assert_int_equal(l.max_priority, 90);
         assert_string_equal(l.cpus, "2-3");
         assert_true(l.quieted);         /* an rtd that does not say: nothing to wait for */
+        assert_false(l.ended);
         assert_int_equal(rtlease_task_priority(&rt, &l, &prio), 0);
         assert_int_equal(prio, 60);
         /* An rtd that granted more than its own MaxPriority= is not believed. */
@@ -188,6 +189,8 @@ static void test_parse_lease(void **state) {
         assert_false(l.quieted);
         assert_int_equal(rtlease_parse_lease("{\"id\":3,\"quieted\":true}", &l), 0);
         assert_true(l.quieted);
+        assert_int_equal(rtlease_parse_lease("{\"id\":3,\"quieted\":false,\"state\":\"released\"}", &l), 0);
+        assert_true(l.ended);
         bool b = true;
         assert_int_equal(rtlease_json_bool("{\"quieted\":0}", "quieted", &b), -EMEDIUMTYPE);
         assert_int_equal(rtlease_json_bool("{\"quieted\":\"false\"}", "quieted", &b), -EMEDIUMTYPE);
