@@ -7,10 +7,10 @@
  */
 #include <errno.h>
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "http-deferred.h"
-#include "shared/log.h"
 
 struct HttpDeferred {
         Http *http;
