@@ -167,8 +167,10 @@ static int answer_when_quiet(Request *req, Response *resp, Lease *x) {
         if (!p)
                 return -ENOMEM;
         *p = (PendingAnswer){ .manager = req->manager, .id = lease_id(x) };
-        r = sd_event_add_time_relative(req->manager->event, &p->timer, CLOCK_MONOTONIC, LEASE_ANSWER_WAIT_USEC,
-                                       0, on_answer_timeout, p);
+        /* From now: sd-event's relative times count from the loop turn's start, and the lease's first pass
+         * may have taken seconds of it (a slow emulated guest). */
+        r = sd_event_add_time(req->manager->event, &p->timer, CLOCK_MONOTONIC,
+                              now_usec(CLOCK_MONOTONIC) + LEASE_ANSWER_WAIT_USEC, 0, on_answer_timeout, p);
         if (r >= 0)
                 r = http_defer(resp, on_abandon, p, &p->answer);
         if (r < 0) {

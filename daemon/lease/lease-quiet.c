@@ -56,8 +56,13 @@ static bool pass_went_past(pid_t a, pid_t b, pid_t s) {
 static void walk_progress(Leases *l, pid_t from, pid_t to, bool cut_short) {
         for (size_t i = 0; i < l->n_active; i++) {
                 Lease *x = l->active[i];
-                if (!x->quieted && (!cut_short || pass_went_past(from, to, x->walk_start)))
+                if (!x->quieted && (!cut_short || pass_went_past(from, to, x->walk_start))) {
                         x->quieted = true;
+                        /* Its figures count from here: what ran on the CPUs while rtd was still moving it off is
+                         * not an intrusion into the job, which does not start before (a slow walk took 4 s of
+                         * an emulated guest's CPU). */
+                        lease_metrics_baseline(l, x);
+                }
         }
 }
 
@@ -76,16 +81,16 @@ static int on_walk_more(sd_event_source *s, uint64_t usec, void *userdata) {
  * only after a second, so such a node costs rtd a fraction of its CPU rather than all of it.
  */
 static void walk_more(Leases *l, bool drift, bool progress) {
-        uint64_t delay = progress ? 0 : 1000 * 1000;
+        /* From now, not from the loop turn's start (sd-event's relative times): the pass itself may be long. */
+        uint64_t when = progress ? 1 : now_usec(CLOCK_MONOTONIC) + 1000 * 1000;
 
         l->walk_drift = drift;
         if (l->walk_more) {
-                (void) sd_event_source_set_time_relative(l->walk_more, delay);
+                (void) sd_event_source_set_time(l->walk_more, when);
                 (void) sd_event_source_set_enabled(l->walk_more, SD_EVENT_ONESHOT);
                 return;
         }
-        if (sd_event_add_time_relative(l->manager->event, &l->walk_more, CLOCK_MONOTONIC, delay, 0, on_walk_more,
-                                       l) < 0)
+        if (sd_event_add_time(l->manager->event, &l->walk_more, CLOCK_MONOTONIC, when, 0, on_walk_more, l) < 0)
                 log_warning("Leases: could not continue a walk over /proc cut short; the drift check resumes it");
 }
 
@@ -247,7 +252,7 @@ void lease_metrics_baseline(Leases *l, Lease *x) {
                 (void) metrics_cpu_figures(l->manager->metrics, (unsigned) cpu, &x->base[i++]);
 }
 
-/* Figures of one leased CPU since the lease began. */
+/* Figures of one leased CPU since its CPUs were quiet (the lease's first walk came round). */
 static void cpu_delta(Leases *l, const Lease *x, unsigned idx, unsigned cpu, MetricsCpuFigures *ret) {
         MetricsCpuFigures now, base = x->base ? x->base[idx] : (MetricsCpuFigures){};
 
@@ -308,10 +313,10 @@ void leases_render_prometheus(Leases *l, FILE *f) {
                 const char *name, *type, *help;
         } fam[] = {
                 { "rtd_lease_intrusion_seconds_total", "counter",
-                  "CPU time of tasks outside the leased tree on each leased CPU since the lease began." },
-                { "rtd_lease_context_switches_total", "counter", "Context switches on each leased CPU since the lease began." },
+                  "CPU time of tasks outside the leased tree on each leased CPU since its CPUs were quiet." },
+                { "rtd_lease_context_switches_total", "counter", "Context switches on each leased CPU since its CPUs were quiet." },
                 { "rtd_lease_hardirqs_total", "counter",
-                  "Numbered IRQs and architecture vectors on each leased CPU since the lease began." },
+                  "Numbered IRQs and architecture vectors on each leased CPU since its CPUs were quiet." },
         };
         for (size_t k = 0; k < ELEMENTSOF(fam); k++) {
                 prom_family(f, fam[k].name, fam[k].type, fam[k].help);

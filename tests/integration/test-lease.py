@@ -221,13 +221,27 @@ def lease_quiets_cpu_and_ends_with_tree():
         s.assert_restored("the leased tree ended")
 
 
-def crowd(s, n):
-    """n ordinary tasks (sleeps on every CPU) in the namespace; returns the host pid of their shell."""
-    sh = s.ns.spawn("sh", "-c", f"for i in $(seq {n}); do sleep 1000 & done; wait")
-    end = time.time() + 30
-    while len(s.ns.descendants(sh)) < n and time.time() < end:
-        time.sleep(0.1)
-    assert len(s.ns.descendants(sh)) >= n, "the crowd of sleeps did not start"
+def crowd(s, procs, threads=0):
+    """procs ordinary processes (on every CPU) in the namespace, each with threads sleeping threads; returns the
+    host pid of their shell. Threads make a walk over /proc long while its list of processes stays short."""
+    prog = (f"/usr/bin/python3 -c 'import threading, time\n"
+            f"for _ in range({threads}): threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()\n"
+            f"time.sleep(1000)'") if threads else "sleep 1000"
+    sh = s.ns.spawn("sh", "-c", f"for i in $(seq {procs}); do {prog} & done; wait")
+    want = procs * (threads + 1)
+    end = time.time() + 60
+
+    def count():
+        n = 0
+        for p in s.ns.descendants(sh):
+            try:
+                n += len(os.listdir(f"/proc/{p}/task"))
+            except OSError:
+                pass
+        return n
+    while count() < want and time.time() < end:
+        time.sleep(0.2)
+    assert count() >= want, f"the crowd did not start: {count()} of {want} tasks"
     return sh
 
 
@@ -241,59 +255,61 @@ def ordinary_on_leased(s, tree_root):
 
 @test
 def lease_walk_cut_short_goes_on_at_once():
-    """A walk over /proc cut short (300 tasks; 3 ms a pass by RTD_LEASE_WALK_BUDGET_USEC) goes on at the next
-    loop turns, not at the next drift check (an hour away here), and rtd answers other requests between the
-    passes; the POST is answered once every task was walked: then no ordinary task is left on the CPU."""
+    """A walk over /proc cut short (10 processes of 100 threads; 1 ms a pass by RTD_LEASE_WALK_BUDGET_USEC) goes
+    on at the next loop turns, not at the next drift check (an hour away here); the POST is answered once every
+    task was walked: by then no ordinary task is left on the leased CPU."""
     conf = CONF.replace("CheckIntervalSec=1", "CheckIntervalSec=3600")
-    with LeaseScenario(conf, env=["RTD_LEASE_WALK_BUDGET_USEC=3000"]) as s:
-        sh = crowd(s, 300)
+    with LeaseScenario(conf, env=["RTD_LEASE_WALK_BUDGET_USEC=1000"]) as s:
+        sh = crowd(s, 10, threads=100)
         root, root_ns = s.tree("sleep", "1000")
-        post = {}
-        t = threading.Thread(target=lambda: post.update(r=s.lease(root_ns, owner="slurm:12.0"), at=time.time()))
         t0 = time.time()
-        t.start()
-        mid_walk = []          # GETs answered while the lease existed, not yet quieted, its POST unanswered
-        while t.is_alive() and time.time() < t0 + 40:
-            st, j = s.http("GET", "/v1/leases")
-            if st == 200 and t.is_alive() and any(not x["quieted"] for x in j["leases"] if x["state"] == "active"):
-                mid_walk.append(time.time() - t0)
-            time.sleep(0.01)
-        t.join()
-        left = ordinary_on_leased(s, root)     # as the answer arrived (the next drift check is an hour away)
-        st, j = post["r"]
+        st, j = s.lease(root_ns, owner="slurm:12.0")
+        took = time.time() - t0
+        left = ordinary_on_leased(s, root)     # as the answer arrived
         assert st == 201 and j["quieted"], (st, j)
         st, all_ = s.http("GET", "/v1/leases")
         q = all_["quiet"]["tasks"]
-        print(f"  300 tasks: walk cut short {q['walks_cut_short']} times; POST answered after "
-              f"{post['at'] - t0:.2f}s; {len(mid_walk)} GETs answered meanwhile mid-walk; {q['moved']} tasks moved")
+        print(f"  1010 tasks: walk cut short {q['walks_cut_short']} times; POST answered after {took:.2f}s; "
+              f"{q['moved']} tasks moved")
         assert q["walks_cut_short"] > 0, f"the walk was never cut short: the test proves nothing: {q}"
         assert not left, f"{len(left)} ordinary tasks still on CPU {LEASED} when the lease was answered: {left[:5]}"
-        assert mid_walk, "no request was answered between the walk's passes"
         assert q["drift_checks"] == 0, q
         os.kill(root, signal.SIGKILL)
         s.wait_released(j["id"])
         os.killpg(os.getpgid(sh), signal.SIGKILL)
-        time.sleep(0.3)
+        time.sleep(0.5)
         s.assert_restored("the crowd's lease ended")
 
 
 @test
 def lease_answer_bounded_when_walk_never_ends():
     """A /proc that a pass can never list within its budget (1 µs here; a hostile crowd of processes in life)
-    does not hold the answer: 201 within seconds, saying "quieted": false; rtd keeps trying, and serves."""
+    does not hold the answer: 201 within seconds, saying "quieted": false; meanwhile rtd answers other requests
+    (the lease shows as not quieted yet), and keeps trying."""
     conf = CONF.replace("CheckIntervalSec=1", "CheckIntervalSec=3600")
     with LeaseScenario(conf, env=["RTD_LEASE_WALK_BUDGET_USEC=1"]) as s:
         sh = crowd(s, 100)
         root, root_ns = s.tree("sleep", "1000")
+        post = {}
+        t = threading.Thread(target=lambda: post.update(r=s.lease(root_ns, owner="slurm:13.0")))
         t0 = time.time()
-        st, j = s.lease(root_ns, owner="slurm:13.0")      # curl gives up after 30 s
+        t.start()
+        waiting = []           # GETs answered while the POST waited, showing its lease not yet quieted
+        while t.is_alive() and time.time() < t0 + 40:
+            st, j = s.http("GET", "/v1/leases")
+            if st == 200 and t.is_alive() and any(not x["quieted"] for x in j["leases"] if x["state"] == "active"):
+                waiting.append(time.time() - t0)
+            time.sleep(0.05)
+        t.join()
         took = time.time() - t0
+        st, j = post["r"]       # curl gives up after 30 s
         assert st == 201 and j["quieted"] is False and j["state"] == "active", (st, j, took)
         assert "not every task walked off its CPUs" in s.ns.read_log(), s.ns.read_log()
+        assert waiting, "no other request was answered while the lease's answer waited"
         st, all_ = s.http("GET", "/v1/leases")
         assert st == 200 and all_["quiet"]["tasks"]["walks_cut_short"] > 0, all_
-        print(f"  answered after {took:.1f}s with quieted false; {all_['quiet']['tasks']['walks_cut_short']} "
-              f"passes cut short")
+        print(f"  answered after {took:.1f}s with quieted false; {len(waiting)} GETs answered meanwhile; "
+              f"{all_['quiet']['tasks']['walks_cut_short']} passes cut short")
         st, j2 = s.http("DELETE", f"/v1/leases/{j['id']}")
         assert st == 200 and j2["state"] == "released", (st, j2)
         os.killpg(os.getpgid(sh), signal.SIGKILL)
