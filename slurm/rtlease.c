@@ -351,9 +351,25 @@ int rtlease_json_int(const char *json, const char *key, int64_t *ret) {
         return 0;
 }
 
+int rtlease_json_bool(const char *json, const char *key, bool *ret) {
+        const char *v;
+        int r;
+
+        r = find_member(json, key, &v);
+        if (r < 0)
+                return r;
+        if (startswith(v, "true"))
+                *ret = true;
+        else if (startswith(v, "false"))
+                *ret = false;
+        else
+                return -EMEDIUMTYPE;
+        return 0;
+}
+
 int rtlease_parse_lease(const char *body, RtLease *ret) {
-        _cleanup_free_ char *cpus = NULL;
-        RtLease l = { .max_priority = -1 };
+        _cleanup_free_ char *cpus = NULL, *state = NULL;
+        RtLease l = { .max_priority = -1, .quieted = true };
         int64_t v;
         int r;
 
@@ -365,6 +381,8 @@ int rtlease_parse_lease(const char *body, RtLease *ret) {
         l.id = (uint64_t) v;
         if (rtlease_json_int(body, "max_priority", &v) >= 0 && v >= 0 && v <= 99)
                 l.max_priority = (int) v;
+        (void) rtlease_json_bool(body, "quieted", &l.quieted);
+        l.ended = rtlease_json_string(body, "state", &state) >= 0 && !streq(state, "active");
         if (rtlease_json_string(body, "cpus", &cpus) >= 0 && strlen(cpus) < sizeof l.cpus)
                 strcpy(l.cpus, cpus);
         *ret = l;

@@ -38,7 +38,12 @@ typedef struct RtLease {
         uint64_t id;
         int max_priority;       /* -1 when rtd did not say */
         char cpus[256];
+        bool quieted;           /* rtd has walked every task once since the lease began (true when it does not say) */
+        bool ended;             /* "state" is not "active": the lease ended already */
 } RtLease;
+
+/* How often, and at most how long (the plugin's timeout=), the plugin asks whether a lease is quiet yet. */
+#define RTLEASE_QUIET_POLL_MS 20
 
 /* --rt[=PRIO]: NULL or "" is the default priority; else a decimal 1..99. -EINVAL/-ERANGE otherwise. */
 int rtlease_parse_priority(const char *arg, int *ret);
@@ -77,3 +82,4 @@ int rtlease_task_priority(const RtOptions *o, const RtLease *l, int *ret);
 /* A small, strict reader of one top-level JSON object's scalar members (exposed for the unit tests). */
 int rtlease_json_string(const char *json, const char *key, char **ret);
 int rtlease_json_int(const char *json, const char *key, int64_t *ret);
+int rtlease_json_bool(const char *json, const char *key, bool *ret);

@@ -188,6 +188,35 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av) {
         return 0;
 }
 
+/* rtd answers once every other task is off the CPUs, or after 5 s with "quieted": false while its walk over
+ * /proc goes on (a crowded or slow node): the tasks must not start before it is done. Bounded by timeout=. */
+static int wait_quieted(RtLease *lease, char **ret_error) {
+        char path[64];
+        int waited = 0;
+
+        (void) snprintf(path, sizeof path, "/v1/leases/%" PRIu64, lease->id);
+        while (!lease->quieted && !lease->ended) {
+                RtReply reply = {};
+                RtLease now;
+                int r;
+
+                if (waited >= args.timeout_ms)
+                        return -ETIMEDOUT;
+                (void) usleep(RTLEASE_QUIET_POLL_MS * 1000);
+                waited += RTLEASE_QUIET_POLL_MS;
+                r = rtlease_call(&args, "GET", path, NULL, &reply, ret_error);
+                if (r < 0)
+                        return r;
+                r = reply.status == 200 ? rtlease_parse_lease(reply.body, &now) : -EBADMSG;
+                rtlease_reply_done(&reply);
+                if (r < 0)
+                        return r;
+                lease->quieted = now.quieted;
+                lease->ended = now.ended;
+        }
+        return lease->ended ? -ESRCH : 0;
+}
+
 static void lease_step(uint32_t n_local) {
         _cleanup_free_ char *body = NULL, *err = NULL, *problem = NULL;
         const char *step = lease_owner + strlen("slurm:");
@@ -223,6 +252,17 @@ static void lease_step(uint32_t n_local) {
         if (r < 0)
                 return fail("rtd answered 201 without a lease id for step %s", step);
         lease_id = lease.id;
+        r = wait_quieted(&lease, &err);
+        if (r == -ETIMEDOUT)
+                return fail("rtd: lease %" PRIu64 " of CPUs %s for step %s: rtd had not moved every other task off "
+                            "them after %d s (timeout= in plugstack.conf); not running un-quieted", lease_id, cpus,
+                            step, args.timeout_ms / 1000);
+        if (r == -ESRCH)
+                return fail("rtd: lease %" PRIu64 " of CPUs %s for step %s ended before the CPUs were quiet "
+                            "(GET /v1/leases/%" PRIu64 " says why)", lease_id, cpus, step, lease_id);
+        if (r < 0)
+                return fail("rtd: lease %" PRIu64 " of CPUs %s for step %s: cannot ask rtd whether they are quiet "
+                            "yet: %s", lease_id, cpus, step, err ? err : strerror(-r));
         slurm_info("rtd: lease %" PRIu64 " quiets CPUs %s for step %s", lease_id, cpus, step);
         if (opts.mode == RT_MODE_RT) {
                 struct sched_param param = {};

@@ -9,6 +9,7 @@
 #include "core/manager.h"
 #include "host/topology.h"
 #include "lease/lease.h"
+#include "shared/log.h"
 
 /* The routes are open to ROLE_NONE (a LeaseGroup= member need not be in SubmitGroup=): the check is here. */
 static bool may_lease(const Request *req) {
@@ -95,9 +96,94 @@ static int parse_request(Request *req, Response *resp, json_t *body, LeaseReques
         return 0;
 }
 
+/* A POST is answered once the lease's CPUs are quiet (every other task walked off them), or after this long
+ * with "quieted": false: a crowded or hostile /proc never holds the answer longer. */
+#define LEASE_ANSWER_WAIT_USEC (5 * 1000 * 1000)
+
+typedef struct PendingAnswer {
+        Manager *manager;
+        uint64_t id;
+        HttpDeferred *answer;
+        sd_event_source *timer;
+} PendingAnswer;
+
+static void pending_free(PendingAnswer *p) {
+        Lease *x = lease_find(p->manager->leases, p->id);
+
+        if (x)
+                lease_on_quieted(x, NULL, NULL);
+        sd_event_source_disable_unref(p->timer);
+        free(p);
+}
+
+static int lease_reply(Manager *m, Lease *x, Response *resp) {
+        _cleanup_free_ char *location = NULL;
+
+        if (asprintf(&location, "/v1/leases/%" PRIu64, lease_id(x)) >= 0)
+                resp->location = TAKE_PTR(location);
+        return reply_json(resp, 201, lease_to_json(m->leases, x));
+}
+
+/* Quiet, ended, or out of time: the lease as it stands now is the answer ("quieted", "state" say which). */
+static void pending_answer(PendingAnswer *p) {
+        Response *resp = http_deferred_response(p->answer);
+        Lease *x = lease_find(p->manager->leases, p->id);
+
+        if (!x || lease_reply(p->manager, x, resp) < 0)
+                (void) reply_problem(resp, 500, NULL, "lease %" PRIu64 " was created, but its answer could not "
+                                     "be made; GET /v1/leases/%" PRIu64 " shows it", p->id, p->id);
+        http_deferred_send(p->answer);
+        pending_free(p);
+}
+
+static void on_quieted(Lease *x, void *userdata) {
+        pending_answer(userdata);
+}
+
+static int on_answer_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        PendingAnswer *p = userdata;
+        Lease *x = lease_find(p->manager->leases, p->id);
+
+        if (x)
+                log_warning("Lease %" PRIu64 " (%s): not every task walked off its CPUs after %d s; answering "
+                            "\"quieted\": false, the walk goes on", p->id, lease_owner(x),
+                            LEASE_ANSWER_WAIT_USEC / 1000000);
+        pending_answer(p);
+        return 0;
+}
+
+static void on_abandon(HttpDeferred *d, void *userdata) {
+        pending_free(userdata);
+}
+
+/* 0: the answer comes once x is quiet (or the wait's bound); <0: answer now. */
+static int answer_when_quiet(Request *req, Response *resp, Lease *x) {
+        PendingAnswer *p;
+        int r;
+
+        if (lease_quieted(x))
+                return -EALREADY;
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        *p = (PendingAnswer){ .manager = req->manager, .id = lease_id(x) };
+        /* From now: sd-event's relative times count from the loop turn's start, and the lease's first pass
+         * may have taken seconds of it (a slow emulated guest). */
+        r = sd_event_add_time(req->manager->event, &p->timer, CLOCK_MONOTONIC,
+                              now_usec(CLOCK_MONOTONIC) + LEASE_ANSWER_WAIT_USEC, 0, on_answer_timeout, p);
+        if (r >= 0)
+                r = http_defer(resp, on_abandon, p, &p->answer);
+        if (r < 0) {
+                pending_free(p);
+                return r;
+        }
+        lease_on_quieted(x, on_quieted, p);
+        return 0;
+}
+
 static int post_lease(Request *req, Response *resp) {
         Manager *m = req->manager;
-        _cleanup_free_ char *error = NULL, *location = NULL;
+        _cleanup_free_ char *error = NULL;
         LeaseRequest lr = {};
         json_t *body = NULL;
         Lease *x = NULL;
@@ -124,9 +210,8 @@ static int post_lease(Request *req, Response *resp) {
                 json_decref(body);
                 return r;
         }
-        if (asprintf(&location, "/v1/leases/%" PRIu64, lease_id(x)) >= 0)
-                resp->location = TAKE_PTR(location);
-        reply_json(resp, 201, lease_to_json(m->leases, x));
+        if (answer_when_quiet(req, resp, x) < 0)
+                lease_reply(m, x, resp);
 out:
         json_decref(body);
         return 0;

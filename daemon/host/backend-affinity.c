@@ -228,7 +228,8 @@ int tasks_apply(KnobCtx *k, const CpuSet *hk, TaskScope scope, bool drift, pid_t
         if (!proc_is_procfs(k->proc_fd))
                 return 0;       /* a fixture tree: its pids are not real tasks */
         /* The list may take up to three times the walk's budget: the budget is a fraction of a second. */
-        uint64_t list_deadline = k->deadline_usec > 0 ? k->deadline_usec + 2 * (k->deadline_usec - monotonic_usec()) : 0;
+        uint64_t start = monotonic_usec(), budget = k->deadline_usec > start ? k->deadline_usec - start : 0;
+        uint64_t list_deadline = k->deadline_usec > 0 ? MAX(k->deadline_usec, start + 1) + 2 * budget : 0;
         r = list_procs(k->proc_fd, own_pid, k->exempt, k->n_exempt, list_deadline, &procs, &n_procs);
         if (r == -ETIMEDOUT) {
                 st.cut_short = true;
@@ -238,6 +239,10 @@ int tasks_apply(KnobCtx *k, const CpuSet *hk, TaskScope scope, bool drift, pid_t
         if (r < 0)
                 return r;
 
+        /* However long the list took, the walk gets half its budget after it: every pass gets somewhere (a list
+         * that takes the whole budget on a crowded node would otherwise leave none, pass after pass). */
+        uint64_t walk_deadline = k->deadline_usec > 0 ? MAX(k->deadline_usec, monotonic_usec() + budget / 2) : 0;
+
         /* Resume after the task where the last walk was cut short, wrapping around. */
         size_t first = 0;
         while (first < n_procs && procs[first].pid <= k->resume_pid)
@@ -245,7 +250,7 @@ int tasks_apply(KnobCtx *k, const CpuSet *hk, TaskScope scope, bool drift, pid_t
         k->resume_pid = 0;
         for (size_t step = 0; step < n_procs; step++) {
                 Proc *p = &procs[(first + step) % n_procs];
-                if (past(k->deadline_usec)) {
+                if (past(walk_deadline)) {
                         st.cut_short = true;
                         k->resume_pid = procs[(first + step + n_procs - 1) % n_procs].pid;
                         break;

@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "core/manager.h"
+#include "http-deferred.h"
 #include "http-framing.h"
 #include "http-gate.h"
 #include "http.h"
@@ -57,6 +58,7 @@ struct HttpStream {
 typedef struct RequestState {
         char *body;
         size_t size;
+        HttpDeferred *deferred;         /* parked until its answer is sent (http-deferred.c) */
 } RequestState;
 
 static const char *const role_names[_ROLE_MAX] = { "none", "readonly", "user", "admin" };
@@ -154,14 +156,15 @@ int reply_problem(Response *resp, int status, const char *title, const char *det
         return reply_text(resp, status, "application/problem+json", s, strlen(s));
 }
 
-static void response_done(Response *r) {
+void http_response_done(Response *r) {
         free(r->content_type);
         free(r->body);
         free(r->location);
         free(r->allow);
+        r->content_type = r->body = r->location = r->allow = NULL;
 }
 
-static enum MHD_Result queue_response(struct MHD_Connection *c, Response *r) {
+enum MHD_Result http_queue_response(struct MHD_Connection *c, Response *r) {
         struct MHD_Response *mr;
         enum MHD_Result ret;
 
@@ -320,6 +323,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 return MHD_YES;
         }
 
+        /* Called again after a parked request was resumed: its answer is ready. */
+        if (st->deferred) {
+                HttpDeferred *d = st->deferred;
+                if (!http_deferred_sent(d))
+                        return MHD_YES;
+                st->deferred = NULL;
+                return http_deferred_queue(d);
+        }
+
         if (*upload_data_size > 0) {
                 if (st->size + *upload_data_size > h->manager->config->max_body_bytes)
                         return body_too_large(h, c);
@@ -335,6 +347,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
 
         r = dispatch(h, c, method, url, st, &resp);
+        if (resp.deferred) {
+                st->deferred = TAKE_PTR(resp.deferred);
+                http_response_done(&resp);
+                if (r < 0) {
+                        http_deferred_free(TAKE_PTR(st->deferred));
+                        return MHD_NO;
+                }
+                http_deferred_park(st->deferred, h, c);
+                return MHD_YES;
+        }
         if (r >= 0 && resp.stream) {
                 struct MHD_Response *mr = (struct MHD_Response *) (void *) resp.body;  /* see http_stream_start */
                 resp.body = NULL;
@@ -349,16 +371,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                         h->streams = s;
                         ret = MHD_queue_response(c, (unsigned) resp.status, mr);
                         MHD_destroy_response(mr);
-                        response_done(&resp);
+                        http_response_done(&resp);
                         return ret;
                 }
         }
         if (r < 0) {
-                response_done(&resp);
+                http_response_done(&resp);
                 return MHD_NO;
         }
-        ret = queue_response(c, &resp);
-        response_done(&resp);
+        ret = http_queue_response(c, &resp);
+        http_response_done(&resp);
         return ret;
 }
 
@@ -366,6 +388,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
         RequestState *st = *con_cls;
 
         if (st) {
+                http_deferred_free(st->deferred);
                 free(st->body);
                 free(st);
                 *con_cls = NULL;
@@ -432,16 +455,20 @@ static void stream_free(void *cls) {
 
 static int rearm_timer(Http *h);
 
+void http_resume(Http *h, struct MHD_Connection *c) {
+        MHD_resume_connection(c);
+        /* Resuming does not wake the external epoll by itself, and MHD_get_timeout() does not count it: note
+         * it, so every rearm until MHD runs again asks for the next loop turn. */
+        if (h && h->timer) {
+                h->resumed = true;
+                (void) rearm_timer(h);
+        }
+}
+
 static void stream_wake(HttpStream *s) {
         if (s->suspended && s->connection) {
                 s->suspended = false;
-                MHD_resume_connection(s->connection);
-                /* Resuming does not wake the external epoll by itself, and MHD_get_timeout() does not count
-                 * it: note it, so every rearm until MHD runs again asks for the next loop turn. */
-                if (s->http && s->http->timer) {
-                        s->http->resumed = true;
-                        (void) rearm_timer(s->http);
-                }
+                http_resume(s->http, s->connection);
         }
 }
 
@@ -637,10 +664,11 @@ void http_stop_accepting(Http *h) {
 Http *http_free(Http *h) {
         if (!h)
                 return NULL;
-        /* MHD must not be stopped with suspended connections: end and resume every stream first. */
+        /* MHD must not be stopped with suspended connections: end and resume every stream and answer every
+         * parked request first. */
         for (HttpStream *s = h->streams; s; s = s->next)
                 http_stream_end(s);
-        if (h->daemon && h->streams)
+        if (h->daemon && (http_deferred_abandon_all(h) > 0 || h->streams))
                 (void) MHD_run(h->daemon);
         for (HttpStream *s = h->streams, *next; s; s = next) {
                 next = s->next;

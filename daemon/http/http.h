@@ -11,6 +11,7 @@
 typedef struct Manager Manager;
 typedef struct Http Http;
 typedef struct HttpStream HttpStream;
+typedef struct HttpDeferred HttpDeferred;
 struct MHD_Connection;
 
 typedef enum Role {
@@ -52,6 +53,7 @@ typedef struct Response {
         char *location;         /* Location: header */
         char *allow;            /* Allow: header (405) */
         HttpStream *stream;     /* set by http_stream_start(): body comes from the stream instead */
+        HttpDeferred *deferred; /* set by http_defer(): the answer comes later */
 } Response;
 
 /*
@@ -100,6 +102,18 @@ int http_stream_start_pull(Response *resp, const char *content_type, uint64_t si
                            HttpStreamClose on_close, void *userdata, HttpStream **ret);
 void http_stream_wake(HttpStream *s);
 void http_stream_end(HttpStream *s);
+
+/*
+ * An answer given later, from any loop callback (a lease answered once its CPUs are quiet): the handler calls
+ * http_defer() and returns 0; the connection is parked, neither read nor timed out, so the owner must bound
+ * the wait itself. Fill http_deferred_response() with reply_* and call http_deferred_send(); the handle is
+ * invalid after that. When the answer cannot come (rtd stops: 503 to the client), on_abandon is called instead
+ * and the handle is invalid after it returns.
+ */
+typedef void (*HttpDeferredAbandon)(HttpDeferred *d, void *userdata);
+int http_defer(Response *resp, HttpDeferredAbandon on_abandon, void *userdata, HttpDeferred **ret);
+Response *http_deferred_response(HttpDeferred *d);
+void http_deferred_send(HttpDeferred *d);
 
 /* The problem+json body for a status (invalid UTF-8 and control bytes in detail escaped), and a status's reason phrase. */
 char *http_problem_json(int status, const char *title, const char *detail);

@@ -20,8 +20,79 @@
 #include "shared/fileio.h"
 #include "shared/log.h"
 
-/* As reserve.c's: one walk over /proc may hold the loop this long; the next check resumes after it. */
+/* As reserve.c's: one pass over /proc may hold the loop this long. A pass cut short goes on at the next turn
+ * of the loop (requests are served in between), not at the next drift check. */
 #define LEASE_WALK_BUDGET_USEC (250 * 1000)
+
+uint64_t leases_walk_budget(void) {
+        /* For tests and diagnosis (docs/leases.md): a smaller budget makes every walk a chain of passes. */
+        const char *e = getenv("RTD_LEASE_WALK_BUDGET_USEC");
+        unsigned long long v;
+        char *end;
+
+        if (!e || !*e)
+                return LEASE_WALK_BUDGET_USEC;
+        errno = 0;
+        v = strtoull(e, &end, 10);
+        if (errno || *end || v == 0 || v > LEASE_WALK_BUDGET_USEC) {
+                log_warning("RTD_LEASE_WALK_BUDGET_USEC=%s: not 1 to %d, using %d", e, LEASE_WALK_BUDGET_USEC,
+                            LEASE_WALK_BUDGET_USEC);
+                return LEASE_WALK_BUDGET_USEC;
+        }
+        return v;
+}
+
+void lease_walk_begin(Leases *l, Lease *x) {
+        x->quieted = false;
+        x->walk_start = l->walk_resume;
+}
+
+/* Whether a pass that went from after pid a to pid b (in pid order, wrapping round) went past pid s. */
+static bool pass_went_past(pid_t a, pid_t b, pid_t s) {
+        return a < b ? a < s && s <= b : s > a || s <= b;
+}
+
+/* A whole pass, or passes that came round to where a lease's walk began, quieted that lease. */
+static void walk_progress(Leases *l, pid_t from, pid_t to, bool cut_short) {
+        for (size_t i = 0; i < l->n_active; i++) {
+                Lease *x = l->active[i];
+                if (!x->quieted && (!cut_short || pass_went_past(from, to, x->walk_start))) {
+                        x->quieted = true;
+                        /* Its figures count from here: what ran on the CPUs while rtd was still moving it off is
+                         * not an intrusion into the job, which does not start before (a slow walk took 4 s of
+                         * an emulated guest's CPU). */
+                        lease_metrics_baseline(l, x);
+                }
+        }
+}
+
+static int on_walk_more(sd_event_source *s, uint64_t usec, void *userdata) {
+        Leases *l = userdata;
+
+        (void) s;
+        (void) usec;
+        (void) leases_quiet(l, l->walk_drift);
+        return 0;
+}
+
+/*
+ * The next pass at the next loop turn (a zero-delay timer: one dispatch per turn, so requests that came meanwhile
+ * are served first). A pass that got nowhere (listing /proc alone took its budget: a crowded node) tries again
+ * only after a second, so such a node costs rtd a fraction of its CPU rather than all of it.
+ */
+static void walk_more(Leases *l, bool drift, bool progress) {
+        /* From now, not from the loop turn's start (sd-event's relative times): the pass itself may be long. */
+        uint64_t when = progress ? 1 : now_usec(CLOCK_MONOTONIC) + 1000 * 1000;
+
+        l->walk_drift = drift;
+        if (l->walk_more) {
+                (void) sd_event_source_set_time(l->walk_more, when);
+                (void) sd_event_source_set_enabled(l->walk_more, SD_EVENT_ONESHOT);
+                return;
+        }
+        if (sd_event_add_time(l->manager->event, &l->walk_more, CLOCK_MONOTONIC, when, 0, on_walk_more, l) < 0)
+                log_warning("Leases: could not continue a walk over /proc cut short; the drift check resumes it");
+}
 
 static int restore_all(Leases *l) {
         ReplayReport rep = {};
@@ -51,6 +122,7 @@ int leases_quiet(Leases *l, bool drift) {
 
         if (l->n_active == 0) {
                 l->drift_timer = sd_event_source_disable_unref(l->drift_timer);
+                l->walk_more = sd_event_source_disable_unref(l->walk_more);
                 if (l->journal->n_entries == 0 && !l->journal->on_disk)
                         return 0;
                 return restore_all(l);
@@ -63,15 +135,27 @@ int leases_quiet(Leases *l, bool drift) {
                 exempt[i] = l->active[i]->pid;
         /* The targets are (original ∩ hk): CPUs a lease gave back return to the tasks that had them. */
         k = (KnobCtx){ .proc_fd = l->proc_fd, .sys_fd = l->sys_fd, .journal = l->journal,
-                       .deadline_usec = now_usec(CLOCK_MONOTONIC) + LEASE_WALK_BUDGET_USEC,
+                       .deadline_usec = now_usec(CLOCK_MONOTONIC) + l->walk_budget_usec,
                        .resume_pid = l->walk_resume, .exempt = exempt, .n_exempt = l->n_active };
         q = tasks_apply(&k, &hk, TASKS_ALL, drift, getpid(), &ts);
-        l->walk_resume = k.resume_pid;
         if (q < 0)
                 return q;
+        /* A pass cut before its first task (the list alone took the budget) keeps its place. */
+        bool progress = !ts.cut_short || ts.seen > 0;
+        if (progress) {
+                walk_progress(l, l->walk_resume, k.resume_pid, ts.cut_short);
+                l->walk_resume = k.resume_pid;
+        }
+        if (ts.cut_short) {
+                l->walks_cut_short++;
+                walk_more(l, drift, progress);
+        } else
+                (void) sd_event_source_set_enabled(l->walk_more, SD_EVENT_OFF);
         if (drift) {
                 l->tasks_drifted += ts.drifted;
-                l->drift_checks++;
+                /* One check is one round, however many passes it takes. */
+                if (!ts.cut_short)
+                        l->drift_checks++;
                 if (ts.drifted > 0)
                         log_notice("Leases: drift check: %u task%s found on leased CPUs again, moved back",
                                    ts.drifted, ts.drifted == 1 ? "" : "s");
@@ -83,7 +167,12 @@ int leases_quiet(Leases *l, bool drift) {
         if (q < 0)
                 log_warning_errno(q, "Leases: could not steer IRQs: %m");
         tune_apply_workqueues(&k, &hk, m->topology->nr_cpu_ids);
-        return journal_flush(l->journal);
+        q = journal_flush(l->journal);
+        /* Waiters last, with the IRQs and workqueues of this pass applied too. A waiter may end its lease. */
+        for (size_t i = l->n_active; i-- > 0;)
+                if (i < l->n_active && l->active[i]->quieted)
+                        lease_quiet_notify(l->active[i]);
+        return q;
 }
 
 static int on_drift(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -121,17 +210,15 @@ void lease_track(Leases *l, Lease *x) {
         todo[n++] = x->pid;
         while (done < n) {
                 pid_t p = todo[done++];
+                _cleanup_closedir_ DIR *d = NULL;
                 char path[300];
-                _cleanup_close_ int fd = -EBADF;
-                DIR *d;
                 struct dirent *de;
 
                 (void) metrics_track_task(l->manager->metrics, p, job, 0);
                 snprintf(path, sizeof path, "%d/task", (int) p);
-                fd = openat(l->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd < 0 || !(d = fdopendir(fd)))
+                d = opendir_at(l->proc_fd, path);
+                if (!d)
                         continue;
-                fd = -EBADF;
                 while ((de = readdir(d))) {
                         _cleanup_free_ char *kids = NULL;
                         if (de->d_name[0] == '.')
@@ -147,7 +234,6 @@ void lease_track(Leases *l, Lease *x) {
                                         todo[n++] = (pid_t) kid;
                         }
                 }
-                closedir(d);
         }
 }
 
@@ -163,7 +249,7 @@ void lease_metrics_baseline(Leases *l, Lease *x) {
                 (void) metrics_cpu_figures(l->manager->metrics, (unsigned) cpu, &x->base[i++]);
 }
 
-/* Figures of one leased CPU since the lease began. */
+/* Figures of one leased CPU since its CPUs were quiet (the lease's first walk came round). */
 static void cpu_delta(Leases *l, const Lease *x, unsigned idx, unsigned cpu, MetricsCpuFigures *ret) {
         MetricsCpuFigures now, base = x->base ? x->base[idx] : (MetricsCpuFigures){};
 
@@ -224,10 +310,10 @@ void leases_render_prometheus(Leases *l, FILE *f) {
                 const char *name, *type, *help;
         } fam[] = {
                 { "rtd_lease_intrusion_seconds_total", "counter",
-                  "CPU time of tasks outside the leased tree on each leased CPU since the lease began." },
-                { "rtd_lease_context_switches_total", "counter", "Context switches on each leased CPU since the lease began." },
+                  "CPU time of tasks outside the leased tree on each leased CPU since its CPUs were quiet." },
+                { "rtd_lease_context_switches_total", "counter", "Context switches on each leased CPU since its CPUs were quiet." },
                 { "rtd_lease_hardirqs_total", "counter",
-                  "Numbered IRQs and architecture vectors on each leased CPU since the lease began." },
+                  "Numbered IRQs and architecture vectors on each leased CPU since its CPUs were quiet." },
         };
         for (size_t k = 0; k < ELEMENTSOF(fam); k++) {
                 prom_family(f, fam[k].name, fam[k].type, fam[k].help);

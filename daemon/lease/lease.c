@@ -51,6 +51,25 @@ const char *lease_owner(const Lease *x) {
         return x->owner;
 }
 
+bool lease_quieted(const Lease *x) {
+        return x->quieted;
+}
+
+void lease_quiet_notify(Lease *x) {
+        LeaseQuietFn fn = x->quiet_fn;
+
+        x->quiet_fn = NULL;
+        if (fn)
+                fn(x, x->quiet_userdata);
+}
+
+void lease_on_quieted(Lease *x, LeaseQuietFn fn, void *userdata) {
+        x->quiet_fn = fn;
+        x->quiet_userdata = userdata;
+        if (fn && (x->quieted || !x->active))
+                lease_quiet_notify(x);
+}
+
 bool lease_is_active(const Lease *x) {
         return x->active;
 }
@@ -131,6 +150,7 @@ json_t *lease_to_json(Leases *l, const Lease *x) {
         json_object_set_new(o, "created", time_json(x->created));
         json_object_set_new(o, "created_unix", json_integer((json_int_t) x->created));
         json_object_set_new(o, "adopted", json_boolean(x->adopted));
+        json_object_set_new(o, "quieted", json_boolean(x->quieted));
         uint64_t end = x->active ? (uint64_t) time(NULL) : x->ended;
         json_object_set_new(o, "age_sec", json_integer((json_int_t) (end > x->created ? end - x->created : 0)));
         if (!x->active) {
@@ -155,6 +175,9 @@ json_t *leases_to_json(Leases *l) {
                                                           "drifted", (json_int_t) l->tasks_drifted, "drift_checks",
                                                           (json_int_t) l->drift_checks, "irqs",
                                                           irq_state_to_json(&l->irq)));
+        if (o && l && l->n_active > 0)
+                json_object_set_new(json_object_get(json_object_get(o, "quiet"), "tasks"), "walks_cut_short",
+                                    json_integer((json_int_t) l->walks_cut_short));
         if (o && l && l->start)
                 json_object_set(o, "start", l->start);
         if (o && l && l->last_restore)
@@ -239,6 +262,7 @@ int lease_release(Leases *l, Lease *x, const char *reason) {
         (void) cpuset_format(&x->cpus, &list);
         log_notice("Lease %" PRIu64 " (%s, CPUs %s) released: %s%s", x->id, x->owner, strempty(list), reason,
                    r < 0 ? "; some knobs could not be restored (see rtd --restore)" : "");
+        lease_quiet_notify(x);          /* ended before it was quiet: its waiter answers with that */
         return r;
 }
 
@@ -278,6 +302,7 @@ static int lease_watch(Leases *l, Lease *x) {
 static void lease_activate(Leases *l, Lease *x) {
         l->active[l->n_active++] = x;
         x->active = true;
+        lease_walk_begin(l, x);
         lease_track(l, x);
         lease_metrics_baseline(l, x);
 }
@@ -486,6 +511,7 @@ int leases_new(Manager *m, Leases **ret) {
         l->proc_fd = m->proc_fd;
         l->sys_fd = m->sys_fd;
         l->next_id = 1;
+        l->walk_budget_usec = leases_walk_budget();
         l->active = calloc(LEASES_MAX, sizeof *l->active);
         if (!l->active)
                 return -ENOMEM;
@@ -532,6 +558,7 @@ Leases *leases_free(Leases *l) {
         if (!l)
                 return NULL;
         sd_event_source_disable_unref(l->drift_timer);
+        sd_event_source_disable_unref(l->walk_more);
         for (size_t i = 0; i < l->n_active; i++)
                 lease_free(l->active[i]);
         for (size_t i = 0; i < l->n_ended; i++)

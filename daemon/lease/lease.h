@@ -42,6 +42,13 @@ int lease_create(Leases *l, const LeaseRequest *req, Lease **ret, int *ret_statu
 /* Ends a lease and gives its CPUs back as found. Idempotent. */
 int lease_release(Leases *l, Lease *x, const char *reason);
 Lease *lease_find(Leases *l, uint64_t id);
+/* Every other task has been walked off the lease's CPUs since it began (lease-quiet.c: its first walk came
+ * round; on a crowded node that takes several passes, one per loop turn). */
+bool lease_quieted(const Lease *x);
+/* fn(x, userdata) once, when x is quieted or has ended, whichever comes first (at once if it is already);
+ * one waiter per lease; fn NULL cancels. The API answers a POST so (api-leases.c). */
+typedef void (*LeaseQuietFn)(Lease *x, void *userdata);
+void lease_on_quieted(Lease *x, LeaseQuietFn fn, void *userdata);
 bool lease_is_active(const Lease *x);
 uid_t lease_uid(const Lease *x);
 void leases_cpus(Leases *l, CpuSet *ret);       /* union of the active leases' CPUs */

@@ -96,10 +96,12 @@ KillWait=5
         with open(f"{self.dir}/plugstack.conf", "w") as f:
             f.write(f"required {PLUGIN} socket={socket_path} timeout=10 {extra}\n")
 
-    def start(self, with_rtd=True):
+    def start(self, with_rtd=True, rtd_env=()):
+        """rtd_env: VAR=value words for rtd's environment (through env(1), which execs rtd)."""
         if with_rtd:
             with open(f"{self.dir}/rtd.cmd", "w") as f:
-                f.write("\0".join([os.path.join(BUILD, "daemon/rtd"), "--config", self.rtd.config]))
+                f.write("\0".join([*(["env", *rtd_env] if rtd_env else []), os.path.join(BUILD, "daemon/rtd"),
+                                    "--config", self.rtd.config]))
             with open(f"{self.dir}/rtd.sock-path", "w") as f:
                 f.write(self.rtd.socket)
         out = open(f"{self.dir}/log/ns.out", "ab")

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import signal
+import threading
 import time
 
 import rtdtest
@@ -41,6 +42,9 @@ def ns_pid(host_pid):
 class LeaseScenario:
     """Lock, namespace with helper tasks (one pinned to the CPU to lease), snapshot; puts everything back."""
 
+    def __init__(self, conf=CONF, env=()):
+        self.conf, self.env = conf, list(env)
+
     def __enter__(self):
         need_root()
         if os.cpu_count() < 2:
@@ -61,8 +65,8 @@ class LeaseScenario:
             time.sleep(0.1)
         self.knobs = tr.AllKnobs()
         self.tasks = ns.tasks()
-        ns.write_config(extra=CONF, daemon="SocketMode=0666\n")
-        ns.start_rtd()
+        ns.write_config(extra=self.conf, daemon="SocketMode=0666\n")
+        ns.start_rtd(["env", *self.env, tr.RTD, "--config", ns.config] if self.env else None)
         return self
 
     def __exit__(self, *exc):
@@ -214,6 +218,102 @@ def lease_quiets_cpu_and_ends_with_tree():
         assert "rtd_lease_active{" not in prom and "rtd_leases_active 0" in prom
         time.sleep(0.3)
         s.assert_restored("the leased tree ended")
+
+
+def crowd(s, procs, threads=0):
+    """procs ordinary processes (on every CPU) in the namespace, each with threads sleeping threads; returns the
+    host pid of their shell. Threads make a walk over /proc long while its list of processes stays short."""
+    prog = (f"/usr/bin/python3 -c 'import threading, time\n"
+            f"for _ in range({threads}): threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()\n"
+            f"time.sleep(1000)'") if threads else "sleep 1000"
+    sh = s.ns.spawn("sh", "-c", f"for i in $(seq {procs}); do {prog} & done; wait")
+    want = procs * (threads + 1)
+    end = time.time() + 60
+
+    def count():
+        n = 0
+        for p in s.ns.descendants(sh):
+            try:
+                n += len(os.listdir(f"/proc/{p}/task"))
+            except OSError:
+                pass
+        return n
+    while count() < want and time.time() < end:
+        time.sleep(0.2)
+    assert count() >= want, f"the crowd did not start: {count()} of {want} tasks"
+    return sh
+
+
+def ordinary_on_leased(s, tree_root):
+    """Tasks outside the leased tree still allowed on the leased CPU."""
+    hk = tr.cpulist(HK)
+    tree = {tree_root} | s.ns.descendants(tree_root)
+    return [(tid, comm, allowed) for (tid, _), (comm, allowed, tgid) in s.ns.tasks().items()
+            if tgid not in tree and not tr.cpulist(allowed) <= hk]
+
+
+@test
+def lease_walk_cut_short_goes_on_at_once():
+    """A walk over /proc cut short (10 processes of 100 threads; 1 ms a pass by RTD_LEASE_WALK_BUDGET_USEC) goes
+    on at the next loop turns, not at the next drift check (an hour away here); the POST is answered once every
+    task was walked: by then no ordinary task is left on the leased CPU."""
+    conf = CONF.replace("CheckIntervalSec=1", "CheckIntervalSec=3600")
+    with LeaseScenario(conf, env=["RTD_LEASE_WALK_BUDGET_USEC=1000"]) as s:
+        sh = crowd(s, 10, threads=100)
+        root, root_ns = s.tree("sleep", "1000")
+        t0 = time.time()
+        st, j = s.lease(root_ns, owner="slurm:12.0")
+        took = time.time() - t0
+        left = ordinary_on_leased(s, root)     # as the answer arrived
+        assert st == 201 and j["quieted"], (st, j)
+        st, all_ = s.http("GET", "/v1/leases")
+        q = all_["quiet"]["tasks"]
+        print(f"  1010 tasks: walk cut short {q['walks_cut_short']} times; POST answered after {took:.2f}s; "
+              f"{q['moved']} tasks moved")
+        assert q["walks_cut_short"] > 0, f"the walk was never cut short: the test proves nothing: {q}"
+        assert not left, f"{len(left)} ordinary tasks still on CPU {LEASED} when the lease was answered: {left[:5]}"
+        assert q["drift_checks"] == 0, q
+        os.kill(root, signal.SIGKILL)
+        s.wait_released(j["id"])
+        os.killpg(os.getpgid(sh), signal.SIGKILL)
+        time.sleep(0.5)
+        s.assert_restored("the crowd's lease ended")
+
+
+@test
+def lease_answer_bounded_when_walk_never_ends():
+    """A /proc that a pass can never list within its budget (1 µs here; a hostile crowd of processes in life)
+    does not hold the answer: 201 within seconds, saying "quieted": false; meanwhile rtd answers other requests
+    (the lease shows as not quieted yet), and keeps trying."""
+    conf = CONF.replace("CheckIntervalSec=1", "CheckIntervalSec=3600")
+    with LeaseScenario(conf, env=["RTD_LEASE_WALK_BUDGET_USEC=1"]) as s:
+        sh = crowd(s, 100)
+        root, root_ns = s.tree("sleep", "1000")
+        post = {}
+        t = threading.Thread(target=lambda: post.update(r=s.lease(root_ns, owner="slurm:13.0")))
+        t0 = time.time()
+        t.start()
+        waiting = []           # GETs answered while the POST waited, showing its lease not yet quieted
+        while t.is_alive() and time.time() < t0 + 40:
+            st, j = s.http("GET", "/v1/leases")
+            if st == 200 and t.is_alive() and any(not x["quieted"] for x in j["leases"] if x["state"] == "active"):
+                waiting.append(time.time() - t0)
+            time.sleep(0.05)
+        t.join()
+        took = time.time() - t0
+        st, j = post["r"]       # curl gives up after 30 s
+        assert st == 201 and j["quieted"] is False and j["state"] == "active", (st, j, took)
+        assert "not every task walked off its CPUs" in s.ns.read_log(), s.ns.read_log()
+        assert waiting, "no other request was answered while the lease's answer waited"
+        st, all_ = s.http("GET", "/v1/leases")
+        assert st == 200 and all_["quiet"]["tasks"]["walks_cut_short"] > 0, all_
+        print(f"  answered after {took:.1f}s with quieted false; {len(waiting)} GETs answered meanwhile; "
+              f"{all_['quiet']['tasks']['walks_cut_short']} passes cut short")
+        st, j2 = s.http("DELETE", f"/v1/leases/{j['id']}")
+        assert st == 200 and j2["state"] == "released", (st, j2)
+        os.killpg(os.getpgid(sh), signal.SIGKILL)
+        time.sleep(0.3)
+        s.assert_restored("the lease that never quieted was released")
 
 
 @test

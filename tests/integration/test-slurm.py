@@ -128,14 +128,14 @@ def affinity(pid):
 class Env:
     """One cluster (with rtd) and the test user for a test; the knobs checked as found afterwards."""
 
-    def __init__(self, metrics_port=None, with_rtd=True):
+    def __init__(self, metrics_port=None, with_rtd=True, rtd_env=()):
         self.knobs = Knobs()
         self.user = TestUser(USER)
         self.user.__enter__()
         self.c = SlurmCluster(metrics_port=metrics_port)
         clear_markers()
         try:
-            self.c.start(with_rtd=with_rtd)
+            self.c.start(with_rtd=with_rtd, rtd_env=rtd_env)
         except BaseException:
             self.close()
             raise
@@ -291,6 +291,28 @@ def node_without_rtd_fails_the_step_clearly():
         assert time.time() - t0 < 60
         silent.close()
         print(f"  no rtd: srun exited {took:.2f} s after start: " + " | ".join(first))
+    finally:
+        e.close()
+
+
+@test
+def step_never_starts_on_cpus_not_yet_quiet():
+    """rtd's walk over /proc never coming round (RTD_LEASE_WALK_BUDGET_USEC=1; in life a crowd of processes no
+    pass can list within its budget): rtd answers the lease after 5 s with "quieted": false, the plugin asks on
+    for its timeout= (10 s) and then fails the step clearly instead of starting it; the lease goes."""
+    need_cluster()
+    e = Env(rtd_env=["RTD_LEASE_WALK_BUDGET_USEC=1"])
+    try:
+        c = e.c
+        t0 = time.time()
+        p = c.srun("-w", "n1", "-n1", "--rt=60", "sh", "-c", "echo RAN", user=USER)
+        took = time.time() - t0
+        assert p.returncode != 0 and "RAN" not in p.stdout, (p.returncode, p.stdout, p.stderr)
+        assert "had not moved every other task off them after 10 s" in p.stderr, p.stderr
+        assert "not running un-quieted" in p.stderr, p.stderr
+        wait_for(lambda: not leases(c), 30, "the lease gone after the failed step")
+        print(f"  srun failed {took:.1f} s after start: "
+              + next(l for l in p.stderr.splitlines() if "had not moved" in l).strip())
     finally:
         e.close()
 

@@ -162,6 +162,8 @@ static void test_parse_lease(void **state) {
         assert_int_equal(l.id, 7);
         assert_int_equal(l.max_priority, 90);
         assert_string_equal(l.cpus, "2-3");
+        assert_true(l.quieted);         /* an rtd that does not say: nothing to wait for */
+        assert_false(l.ended);
         assert_int_equal(rtlease_task_priority(&rt, &l, &prio), 0);
         assert_int_equal(prio, 60);
         /* An rtd that granted more than its own MaxPriority= is not believed. */
@@ -181,6 +183,19 @@ static void test_parse_lease(void **state) {
         assert_int_equal(rtlease_parse_lease("{\"id\":7}{\"id\":8}", &l), -EBADMSG);     /* two objects */
         assert_int_equal(rtlease_parse_lease("[{\"id\":7}]", &l), -EBADMSG);
         assert_int_equal(rtlease_parse_lease(PROBLEM_409, &l), -EBADMSG);
+
+        /* "quieted": false makes the plugin wait; anything but a JSON boolean is not read as one. */
+        assert_int_equal(rtlease_parse_lease("{\"id\":3,\"quieted\":false}", &l), 0);
+        assert_false(l.quieted);
+        assert_int_equal(rtlease_parse_lease("{\"id\":3,\"quieted\":true}", &l), 0);
+        assert_true(l.quieted);
+        assert_int_equal(rtlease_parse_lease("{\"id\":3,\"quieted\":false,\"state\":\"released\"}", &l), 0);
+        assert_true(l.ended);
+        bool b = true;
+        assert_int_equal(rtlease_json_bool("{\"quieted\":0}", "quieted", &b), -EMEDIUMTYPE);
+        assert_int_equal(rtlease_json_bool("{\"quieted\":\"false\"}", "quieted", &b), -EMEDIUMTYPE);
+        assert_int_equal(rtlease_json_bool("{\"x\":false}", "quieted", &b), -ENOENT);
+        assert_true(b);
 }
 
 static void test_json_reader(void **state) {

@@ -14,17 +14,17 @@
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../.." && pwd)
-BUILD=${1:?usage: run-vm-cmd.sh BUILD_DIR GUEST-SCRIPT [FILE...]}
-SCRIPT=${2:?usage: run-vm-cmd.sh BUILD_DIR GUEST-SCRIPT [FILE...]}
+VM_TAG=vm-cmd
+. "$HERE/vm-lib.sh"
+USAGE="$0 BUILD_DIR GUEST-SCRIPT [FILE...]"
+BUILD=${1:-} SCRIPT=${2:-}
+[ -n "$SCRIPT" ] || { echo "usage: $USAGE" >&2; exit 2; }
 shift 2
-CACHE=${RTD_VM_CACHE:-/var/cache/rtd-tests/vm}
-log() { echo "[vm-cmd $(date +%T)] $*" >&2; }
-. "$HERE/stage-payload.sh"
+TIMEOUT=${RTD_VM_TIMEOUT:-1200}
+vm_need "$USAGE"
 
-BUILD=$(cd "$BUILD" && pwd)
-IMGDIR=$(bash "$HERE/build-image.sh" "$CACHE" | tail -1) || exit 1
-WORK=$(mktemp -d /var/tmp/rtd-vm-cmd.XXXXXX)
+vm_work rtd-vm-cmd
+vm_image
 PAY=$WORK/payload RES=$WORK/results
 mkdir -p "$PAY/stage" "$RES"
 stage_payload "$BUILD" "$PAY" "$SRC" 2>/dev/null
@@ -43,17 +43,11 @@ echo "=== rc $? ===" >>"$RES/out.txt"
 EOF
 
 log "booting $IMGDIR (snapshot), work $WORK"
-timeout --kill-after=10 "${RTD_VM_TIMEOUT:-1200}" qemu-system-x86_64 \
-        -accel tcg,thread=multi -cpu max,vendor=GenuineIntel -m 2G -smp "${RTD_VM_SMP:-4}" \
-        -machine q35 -display none -no-reboot -nodefaults -serial "file:$WORK/serial.log" \
-        -kernel "$IMGDIR/vmlinuz" -initrd "$IMGDIR/initrd.img" \
-        -append "console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 panic=-1 loglevel=4" \
-        -drive file="$IMGDIR/rootfs.ext4",format=raw,if=virtio,cache=unsafe,snapshot=on \
-        -virtfs local,path="$PAY",mount_tag=payload,security_model=none,readonly=on,id=payload \
-        -virtfs local,path="$RES",mount_tag=results,security_model=none,id=results \
-        </dev/null >"$WORK/qemu.log" 2>&1
+vm_boot "" vmlinuz initrd.img "$RES" "" -m 2G -smp "${RTD_VM_SMP:-4}"
+wait "${PIDS[0]}"
 log "qemu rc=$?"
+PIDS=()
 cat "$RES/out.txt" 2>/dev/null || { tail -30 "$WORK/serial.log"; exit 1; }
 OUTDIR=${RTD_VM_CMD_OUT:-/tmp/rtd-vm-cmd-results}
 rm -rf "$OUTDIR" && cp -r "$RES" "$OUTDIR" && log "guest files in $OUTDIR"
-rm -rf "$WORK"
+RC=0

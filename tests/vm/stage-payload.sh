@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Sourced by run-vm-tests.sh and run-vm-slurm.sh: how this build reaches a guest.
+# Sourced by vm-lib.sh (for the three VM runners): how this build reaches a guest.
 # stage_payload BUILD PAY SRC: `meson install --destdir PAY/stage` of BUILD plus the binaries themselves (and
 # the SPANK plugin when built), and PAY/env with the paths the guest needs. Logs to WORK/install.log.
 stage_payload() {
