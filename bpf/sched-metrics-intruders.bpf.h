@@ -4,6 +4,23 @@
  * the programs. */
 
 /*
+ * A slot for a note: a free one first, so a pending note (a task that arrived and has not yet run where rtd
+ * saw it) outlives later arrivals; notes of tasks that did run are used up at once. Only when every slot is
+ * pending does the oldest go (a ring, as before). Claimed by compare-and-swap: moves onto one CPU are noted on
+ * any CPU at once.
+ */
+static __always_inline __u32 arrival_slot(struct rtd_cpu *c) {
+        __u32 i;
+
+        for (i = 0; i < RTD_ARRIVAL_SLOTS; i++)
+                if (c->arr_pid[i] == 0 && __sync_val_compare_and_swap(&c->arr_pid[i], 0, RTD_ARRIVAL_BUSY) == 0)
+                        return i;
+        i = __sync_fetch_and_add(&c->arr_next, 1) & (RTD_ARRIVAL_SLOTS - 1);
+        c->arr_pid[i] = RTD_ARRIVAL_BUSY;
+        return i;
+}
+
+/*
  * p is moved onto reserved CPU dest (sched_migrate_task, on whichever CPU moves it; before the kernel bumps
  * its nr_migrations). Its runtime now is where its time on dest begins: noted for dest, which alone adds to
  * its figures (intruder_arrived()). A thread switched in there only by one whose switch-outs go unreported
@@ -15,8 +32,7 @@ static __always_inline void arrival_note(bool btf, struct task_struct *p, __u32 
 
         if (!c)
                 return;
-        i = __sync_fetch_and_add(&c->arr_next, 1) & (RTD_ARRIVAL_SLOTS - 1);
-        c->arr_pid[i] = 0;
+        i = arrival_slot(c);
         barrier();
         c->arr_task[i] = (__u64) p;
         c->arr_start_time[i] = TREAD(btf, p, start_time);
@@ -170,16 +186,24 @@ static __always_inline void arrivals_sweep(struct rtd_cpu *c, __u32 cpu) {
                 __u64 m;
 
                 k.pid = c->arr_pid[i];
-                if (!k.pid)
+                if (!k.pid || k.pid == RTD_ARRIVAL_BUSY)
                         continue;
                 barrier();
                 x = (struct task_struct *) c->arr_task[i];
                 k.start_time = c->arr_start_time[i];
                 m = c->arr_migrations[i];
-                if (c->arr_pid[i] != k.pid || !x || BPF_CORE_READ(x, pid) != k.pid ||
-                    BPF_CORE_READ(x, start_time) != k.start_time || BPF_CORE_READ(x, se.nr_migrations) != m ||
+                if (c->arr_pid[i] != k.pid)
+                        continue;
+                /* Gone, or moved on since (its count only grows; the mover bumps it just after the note):
+                 * the note can never be used, its slot is freed for the next arrival. */
+                if (!x || BPF_CORE_READ(x, pid) != k.pid || BPF_CORE_READ(x, start_time) != k.start_time ||
+                    BPF_CORE_READ(x, se.nr_migrations) > m) {
+                        (void) __sync_val_compare_and_swap(&c->arr_pid[i], k.pid, 0);
+                        continue;
+                }
+                if (BPF_CORE_READ(x, se.nr_migrations) != m ||
                     BPF_CORE_READ(x, se.sum_exec_runtime) <= c->arr_runtime[i])
-                        continue;       /* gone, moved on, or not run here yet: kept for its switch-in */
+                        continue;       /* not moved in yet, or not run here yet: kept for its switch-in */
                 v = bpf_map_lookup_elem(&intruders, &k);
                 if (!v && c->table_used < intruder_table_size) {
                         struct rtd_intruder n = {

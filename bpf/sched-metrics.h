@@ -60,7 +60,8 @@ struct rtd_task {
 };
 
 #define RTD_BLIND_SLOTS 16
-#define RTD_ARRIVAL_SLOTS 8
+#define RTD_ARRIVAL_SLOTS 16
+#define RTD_ARRIVAL_BUSY 0xffffffffu    /* arr_pid of a slot being written */
 
 /* Per-CPU counters (one ARRAY slot per possible CPU). Counters only grow; state fields at the end. */
 struct rtd_cpu {
@@ -112,7 +113,8 @@ struct rtd_cpu {
         __u32 blind_next;
         __u32 blind_pad;
         __u64 snapshots;                /* runs of rtd's sampling program here (one call-function IPI each) */
-        /* Intruders moved onto this CPU (sched_migrate_task, on any CPU; arr_pid written last, 0 when free):
+        /* Intruders moved onto this CPU (sched_migrate_task, on any CPU; arr_pid written last, 0 when free,
+         * RTD_ARRIVAL_BUSY while written; a pending note keeps its slot, arrival_slot()):
          * their runtime and nr_migrations then, where their time here begins (intruder_arrived()). */
         __u64 arr_task[RTD_ARRIVAL_SLOTS];
         __u64 arr_start_time[RTD_ARRIVAL_SLOTS];
