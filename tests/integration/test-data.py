@@ -345,16 +345,18 @@ def a_started_job_is_synced_before_it_runs():
             time.sleep(1)       # strace attached to every thread
             submitted = time.time()
             st, fresh = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"date +%s.%N > {stamps['fresh']}; "
-                                                                "sleep 1"], "env": PATH_ENV})
+                                                                "sleep 3"], "env": PATH_ENV})
             assert st == 201, fresh
             # Running, and past the window in which the next job would be handed ahead to the worker: the
-            # next one waits in the queue (a fixed sleep was too short on a loaded machine).
+            # next one waits in the queue. The fresh job runs 3 s: strace slows rtd's every system call, and
+            # under the whole suite rtd saw a 1 s job "running" so late that it had ended before the next came.
             wait_state(rtd, fresh["id"], ("running",))
             wait_for(lambda: os.path.exists(stamps["fresh"]) or None, what="the fresh job's time stamp")
             time.sleep(0.2)
             st, queued = api(rtd, "POST", "/v1/jobs", {"argv": ["/bin/sh", "-c", f"date +%s.%N > {stamps['queued']}"],
                                                        "env": PATH_ENV})
-            assert st == 201 and queued["state"] == "queued", queued
+            assert st == 201 and queued["state"] == "queued", \
+                (queued, api(rtd, "GET", f"/v1/jobs/{fresh['id']}")[1], api(rtd, "GET", "/v1/status")[1].get("jobs"))
             assert wait_final(rtd, fresh["id"])["state"] == "succeeded"
             assert wait_final(rtd, queued["id"])["state"] == "succeeded"
             time.sleep(1)       # the group sync after the last start
