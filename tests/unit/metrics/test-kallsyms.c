@@ -33,6 +33,14 @@ static int fake_proc(const char *content) {
         return fd;
 }
 
+/* The symbols' cache, and the fake /proc fake_proc() made. */
+static void done_proc(Symbols *s, int fd) {
+        symbols_done(s);
+        close(fd);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 static const char table[] =
         "0000000000000000 A fixed_percpu_data\n"
         "ffffffff81000000 T _stext\n"
@@ -61,10 +69,7 @@ static void test_names_and_one_pass(void **state) {
         /* A new address alone: one more pass. */
         assert_string_equal(symbols_name(&s, 0xffffffff81000400), "update_curr+0x0");
         assert_int_equal(s.scans, 2);
-        symbols_done(&s);
-        close(fd);
-        assert_int_equal(unlink(path), 0);
-        assert_int_equal(rmdir(dir), 0);
+        done_proc(&s, fd);
 }
 
 static void test_hidden_addresses(void **state) {
@@ -80,10 +85,7 @@ static void test_hidden_addresses(void **state) {
         /* No further scans once the table is known to be hidden. */
         assert_string_equal(symbols_name(&s, 0xffffffff81000999), "?");
         assert_int_equal(s.scans, 1);
-        symbols_done(&s);
-        close(fd);
-        assert_int_equal(unlink(path), 0);
-        assert_int_equal(rmdir(dir), 0);
+        done_proc(&s, fd);
 }
 
 static void test_malformed_lines(void **state) {
@@ -93,10 +95,7 @@ static void test_malformed_lines(void **state) {
         (void) state;
         s.proc_fd = fd;
         assert_string_equal(symbols_name(&s, 0xffffffff81000020), "good+0x10");
-        symbols_done(&s);
-        close(fd);
-        assert_int_equal(unlink(path), 0);
-        assert_int_equal(rmdir(dir), 0);
+        done_proc(&s, fd);
 }
 
 int main(void) {
