@@ -601,6 +601,27 @@ static void kick(void *userdata) {
         (void) rearm_timer(h);
 }
 
+/*
+ * MHD's own messages go to rtd's log, not to stderr. On a unix socket MHD tries TCP_NODELAY and TCP_CORK for
+ * every response and reports each refusal (three lines a request, in the journal under systemd): those say
+ * nothing about rtd and are kept at debug level.
+ */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+        static const char *const unix_socket_chatter[] = { "TCP_NODELAY", "TCP_CORK", "push the data from buffers" };
+        char buf[512];
+        size_t n;
+        int level = LOG_WARNING;
+
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        n = strlen(buf);
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = 0;
+        for (size_t i = 0; i < ELEMENTSOF(unix_socket_chatter); i++)
+                if (strstr(buf, unix_socket_chatter[i]))
+                        level = LOG_DEBUG;
+        log_full(level, "libmicrohttpd: %s", buf);
+}
+
 int http_new(Manager *m, int fd, bool read_only, HttpRouter router, Http **ret) {
         const union MHD_DaemonInfo *info;
         const RtdConfig *cfg = m->config;
@@ -627,6 +648,7 @@ int http_new(Manager *m, int fd, bool read_only, HttpRouter router, Http **ret) 
                                      (size_t) MAX(CONNECTION_MEMORY_MIN, 2 * cfg->max_header_bytes + 16384),
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                                      MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                      MHD_OPTION_END);
         if (!h->daemon) {
                 free(h);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -12,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "http-gate.h"
 #include "listen.h"
 #include "shared/log.h"
 #include "shared/parse-util.h"
@@ -154,4 +156,39 @@ int listen_tcp(const char *address, int *ret_fd) {
 void listeners_close(Listeners *l) {
         l->control = safe_close(l->control);
         l->metrics = safe_close(l->metrics);
+}
+
+/* At most this many queued clients are answered: the backlog a client could fill before rtd ran. */
+#define REFUSE_MAX_CLIENTS 256
+
+static void refuse_queue(int listen_fd, const char *detail) {
+        for (int i = 0; i < REFUSE_MAX_CLIENTS; i++) {
+                struct pollfd p = { .fd = listen_fd, .events = POLLIN };
+                char sink[4096];
+
+                /* poll, not O_NONBLOCK: the listening socket is systemd's, shared with the next rtd. */
+                if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
+                        return;
+                _cleanup_close_ int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (fd < 0)
+                        return;
+                /* Read what the client sent first: closing with unread data resets the connection (unix and
+                 * TCP alike), and the client could lose the answer. */
+                for (int k = 0; k < 64 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; k++)
+                        ;
+                http_write_problem(fd, 503, "rtd could not start", detail);
+                (void) shutdown(fd, SHUT_WR);
+        }
+}
+
+void listeners_refuse_waiting(const char *detail) {
+        Listeners l;
+
+        if (listeners_from_activation(&l) <= 0)
+                return;
+        if (l.control >= 0)
+                refuse_queue(l.control, detail);
+        if (l.metrics >= 0)
+                refuse_queue(l.metrics, detail);
+        listeners_close(&l);
 }

@@ -20,3 +20,9 @@ int listen_unix(const RtdConfig *c, int *ret_fd, pid_t *ret_holder);
 /* Bind "HOST:PORT" (IPv4 or [IPv6]). */
 int listen_tcp(const char *address, int *ret_fd);
 void listeners_close(Listeners *l);
+/*
+ * rtd could not start: answer each client that socket activation queued for it with a 503 problem saying
+ * why. systemd keeps the socket and its queue when rtd exits, and a queued client would otherwise wait for
+ * its own timeout (rtctl: 60 s) for an rtd that is not coming.
+ */
+void listeners_refuse_waiting(const char *detail);

@@ -15,6 +15,7 @@
 #include "api/reexec.h"
 #include "core/config.h"
 #include "core/manager.h"
+#include "http/listen.h"
 #include "host/undo.h"
 #include "jobs/job-scope.h"
 #include "reserve/reserve.h"
@@ -92,17 +93,46 @@ static int parse_args(int argc, char **argv, Args *a) {
         return 1;
 }
 
+/* The parser's messages ("FILE:LINE: ...", one a line), as one line for the log and for waiting clients. */
+static int load_config_messages(RtdConfig *c, const char *path, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        int r;
+
+        if (!f)
+                return -ENOMEM;
+        r = config_load(c, path, f);
+        if (r >= 0)
+                r = config_validate(c, f);
+        if (fclose(f) != 0 || !buf)
+                return r < 0 ? r : -ENOMEM;
+        while (size > 0 && buf[size - 1] == '\n')
+                buf[--size] = 0;
+        /* "; " between messages: room for one more byte per line. */
+        char *joined = malloc(2 * size + 1), *o = joined;
+        if (!joined)
+                return -ENOMEM;
+        for (const char *i = buf; *i; i++)
+                o = *i == '\n' ? stpcpy(o, "; ") : (*o = *i, o + 1);
+        *o = 0;
+        *ret = joined;
+        return r;
+}
+
 static int load_config(const Args *a, RtdConfig **ret) {
         _cleanup_(config_freep) RtdConfig *c = config_new();
+        _cleanup_free_ char *messages = NULL;
         int r;
 
         if (!c)
                 return log_error_errno(SYNTHETIC_ERRNO(ENOMEM), "Out of memory");
-        r = config_load(c, a->config, stderr);
-        if (r >= 0)
-                r = config_validate(c, stderr);
+        r = load_config_messages(c, a->config, &messages);
         if (r < 0)
-                return log_error_errno(r, "Invalid configuration, not starting (nothing was changed)");
+                return log_error_errno(r, "Invalid configuration, not starting (nothing was changed): %s",
+                                       messages && *messages ? messages : "see above");
+        if (messages && *messages)
+                log_warning("%s", messages);
         if (a->log_level) {
                 int l = log_level_from_string(a->log_level);
                 if (l < 0)
@@ -174,6 +204,36 @@ static void control_plane_priority(void) {
         (void) setpriority(PRIO_PROCESS, 0, -15);
 }
 
+/*
+ * A start that failed for a reason a retry cannot fix (the configuration, what this host offers, a missing
+ * permission) exits EX_CONFIG: rtd.service names it in RestartPreventExitStatus=, so systemd does not start
+ * rtd again every RestartSec= for ever (the start limit never stops a start that takes over 2 s).
+ */
+#define EXIT_CANNOT_START 78
+
+static bool start_error_is_permanent(int r) {
+        switch (-r) {
+        case EINVAL: case EOPNOTSUPP: case ERANGE: case ENOENT: case ENODEV: case ENXIO: case EPERM: case EACCES:
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* Say why in STATUS= and to every client socket activation queued for us, then pick the exit status. */
+static int start_failed(int r) {
+        const char *first = log_first_error(), *last = log_last_error();
+        char why[1100];
+
+        if (first && last && !streq(first, last))
+                snprintf(why, sizeof why, "%s (%s)", first, last);
+        else
+                snprintf(why, sizeof why, "%s", first ?: last ?: strerror(-r));
+        (void) sd_notifyf(false, "STATUS=Failed to start: %s\nERRNO=%i", why, -r);
+        listeners_refuse_waiting(why);
+        return start_error_is_permanent(r) ? EXIT_CANNOT_START : 1;
+}
+
 int main(int argc, char **argv) {
         _cleanup_(config_freep) RtdConfig *config = NULL;
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -196,7 +256,7 @@ int main(int argc, char **argv) {
                 r = 0;
         }
         if (r < 0)
-                return 1;
+                return a.check || a.check_upgrade ? 1 : start_failed(-EINVAL);
         log_set_max_level(config->log_level);
 
         if (a.check) {
@@ -228,10 +288,8 @@ int main(int argc, char **argv) {
                         return 1;
                 }
                 r = manager_start(m);
-                if (r < 0) {
-                        (void) sd_notifyf(false, "STATUS=Failed to start: %s\nERRNO=%i", strerror(-r), -r);
-                        return 1;       /* manager_free() restores whatever was changed */
-                }
+                if (r < 0)
+                        return start_failed(r); /* manager_free() restores whatever was changed */
                 r = manager_run(m);
                 if (r < 0) {
                         log_error_errno(r, "Event loop failed: %m");

@@ -14,6 +14,8 @@
 
 static int max_level = LOG_INFO;
 static bool use_journal;
+/* The first and the latest error logged: why rtd could not start, for the clients that were waiting. */
+static char first_error[512], last_error[512];
 
 static const char *const level_names[] = {
         [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert",   [LOG_CRIT] = "crit", [LOG_ERR] = "err",
@@ -70,6 +72,13 @@ static void log_to_stderr(int level, const char *msg) {
         fprintf(stderr, "rtd[%s]: %s\n", log_level_to_string(level), msg);
 }
 
+static void copy_truncated(char *dst, size_t size, const char *src) {
+        size_t n = strnlen(src, size - 1);
+
+        memcpy(dst, src, n);
+        dst[n] = 0;
+}
+
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *fmt, ...) {
         char buf[2048];
         va_list ap;
@@ -85,6 +94,11 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         va_end(ap);
         errno = saved;
 
+        if (level <= LOG_ERR) {
+                if (!first_error[0])
+                        copy_truncated(first_error, sizeof first_error, buf);
+                copy_truncated(last_error, sizeof last_error, buf);
+        }
         if (use_journal)
                 sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%i", level, "CODE_FILE=%s", file, "CODE_LINE=%i",
                                 line, "CODE_FUNC=%s", func, error ? "ERRNO=%i" : NULL, error, NULL);
@@ -138,4 +152,12 @@ out:
         for (size_t i = 0; i < n; i++)
                 free(owned[i]);
         return 0;
+}
+
+const char *log_first_error(void) {
+        return first_error[0] ? first_error : NULL;
+}
+
+const char *log_last_error(void) {
+        return last_error[0] ? last_error : NULL;
 }

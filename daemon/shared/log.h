@@ -15,6 +15,11 @@ const char *log_level_to_string(int level);
 void log_open(bool use_journal);
 bool log_use_journal(void);
 
+/* The first and the latest message logged at LOG_ERR or worse (NULL if none), e.g. to tell a client why rtd
+ * could not start. */
+const char *log_first_error(void);
+const char *log_last_error(void);
+
 /* Returns -abs(error) so callers can `return log_error_errno(r, ...)`. %m prints strerror(error). */
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *fmt, ...)
         _printf_(6, 7);

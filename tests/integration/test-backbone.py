@@ -154,6 +154,37 @@ def rtctl_exit_codes_and_messages():
 
 
 @test
+def a_socket_activated_rtd_that_cannot_start_tells_the_waiting_client_why():
+    """systemd keeps the socket when rtd exits: a client queued on it must hear why at once, not wait 60 s."""
+    rtd = Rtd(pidns=False)
+    activator = None
+    try:
+        with open(rtd.config, "a") as f:
+            f.write("[Jobs]\nWorkerPriority=150\n")
+        # Real socket activation: systemd-socket-activate listens, then execs rtd (same pid) on the first
+        # connection with LISTEN_FDS, as rtd.socket does.
+        activator = subprocess.Popen(["systemd-socket-activate", "-l", rtd.socket, "--fdname=control",
+                                      RTD, "--config", rtd.config], stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 10
+        while not os.path.exists(rtd.socket):
+            assert time.time() < deadline and activator.poll() is None, "systemd-socket-activate did not listen"
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        p = run([RTCTL, "--socket", rtd.socket, "status"], timeout=30)
+        took = time.monotonic() - t0
+        assert p.returncode == 1, p
+        assert "rtd could not start" in p.stderr and "WorkerPriority=" in p.stderr, p.stderr
+        assert took < 20, f"rtctl waited {took:.1f} s: for its timeout, not for rtd's answer"
+        # EX_CONFIG: rtd.service's RestartPreventExitStatus=78 keeps systemd from starting it again in a loop.
+        assert activator.wait(timeout=20) == 78, activator.stderr.read()
+    finally:
+        if activator and activator.poll() is None:
+            activator.kill()
+            activator.wait()
+        rtd.cleanup()
+
+
+@test
 def check_config():
     rtd = Rtd(pidns=False)
     try:
@@ -166,7 +197,7 @@ def check_config():
         assert f"{rtd.config}:" in p.stderr and "'150' for WorkerPriority=" in p.stderr, p.stderr
         # Starting with it fails the same way, before creating anything.
         p = run([RTD, "--config", rtd.config], timeout=20)
-        assert p.returncode == 1 and not os.path.exists(rtd.socket), p
+        assert p.returncode == 78 and not os.path.exists(rtd.socket), p
         # Drop-ins are read after the main file, in lexical order.
         rtd.write_config(open(rtd.config).read().replace("WorkerPriority=150",
                                                          "WorkerPriority=10\nDefaultPriority=5\n[Access]\nMaxPriority=5"))
