@@ -641,6 +641,8 @@ int http_new(Manager *m, int fd, bool read_only, HttpRouter router, Http **ret) 
         h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                                      MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
                                      on_request, h,
+                                     /* First, or MHD reports the options before it with its own logger. */
+                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                      MHD_OPTION_CONNECTION_LIMIT, 65536u,
                                      MHD_OPTION_CONNECTION_TIMEOUT,
                                      (unsigned) (read_only ? cfg->metrics_timeout_sec : CONNECTION_TIMEOUT_SEC),
@@ -648,7 +650,6 @@ int http_new(Manager *m, int fd, bool read_only, HttpRouter router, Http **ret) 
                                      (size_t) MAX(CONNECTION_MEMORY_MIN, 2 * cfg->max_header_bytes + 16384),
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                                      MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                      MHD_OPTION_END);
         if (!h->daemon) {
                 free(h);

@@ -3,6 +3,7 @@
  * programs (tp_btf, or the raw_tp twins), holds the BPF run-time statistics fd, and copies the maps into
  * a Sample when metrics.c's timer asks. */
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -61,17 +62,30 @@ static uint64_t monotonic_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
-static bool tp_btf_usable(void) {
+/*
+ * Does the kernel's BTF have this tracepoint (its btf_trace_NAME typedef, what libbpf attaches tp_btf by)?
+ * One parsed copy of the kernel's BTF for every question: libbpf_find_vmlinux_btf_id() parses all of
+ * /sys/kernel/btf/vmlinux on each call, 13 ms here, and rtd asks some twenty times at every start.
+ */
+static bool tracepoint_in_btf(const struct btf *vmlinux, const char *name) {
+        char type[128];
+
+        if (!vmlinux || snprintf(type, sizeof type, "btf_trace_%s", name) >= (int) sizeof type)
+                return false;
+        return btf__find_by_name_kind(vmlinux, type, BTF_KIND_TYPEDEF) >= 0;
+}
+
+static bool tp_btf_usable(const struct btf *vmlinux) {
         /* Same probe as libbpf-tools' probe_tp_btf(): the BTF id of the tracepoint's btf_trace_ type. */
-        if (libbpf_find_vmlinux_btf_id("sched_switch", BPF_TRACE_RAW_TP) < 0)
+        if (!tracepoint_in_btf(vmlinux, "sched_switch"))
                 return false;
         return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
 }
 
 /* A tracepoint this kernel has (its BTF type), for the optional programs. */
-static bool tracepoint_known(const char *sec) {
+static bool tracepoint_known(const struct btf *vmlinux, const char *sec) {
         const char *tp = strchr(sec, '/');
-        return tp && libbpf_find_vmlinux_btf_id(tp + 1, BPF_TRACE_RAW_TP) >= 0;
+        return tp && tracepoint_in_btf(vmlinux, tp + 1);
 }
 
 /* The optional hooks by tracepoint prefix and what stands in when the kernel lacks them. */
@@ -102,7 +116,7 @@ static void note_fallback(BpfCollector *b, const char *what, const char *instead
         b->fallbacks = n;
 }
 
-static void choose_programs(BpfCollector *b) {
+static void choose_programs(BpfCollector *b, const struct btf *vmlinux) {
         struct bpf_program *p;
         /* /proc/PID/schedstat exists iff CONFIG_SCHED_INFO: then sched_switch reads the kernel's own
          * run-queue delay and the (hot) sched_wakeup programs are not needed at all. */
@@ -118,7 +132,7 @@ static void choose_programs(BpfCollector *b) {
                 bool load = is_btf == b->btf || p == b->skel->progs.sample_cpu;
 
                 for (size_t i = 0; load && i < ELEMENTSOF(optional_tps); i++)
-                        if (strstr(sec, optional_tps[i].tp) && !tracepoint_known(sec)) {
+                        if (strstr(sec, optional_tps[i].tp) && !tracepoint_known(vmlinux, sec)) {
                                 load = false;
                                 note_fallback(b, optional_tps[i].what, optional_tps[i].instead);
                         }
@@ -611,6 +625,7 @@ const char *bpf_collector_fallbacks(Collector *c) {
 int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret, char **ret_reason) {
         BpfCollector *b;
         const char *e, *force = getenv("RTD_BPF_ATTACH");
+        struct btf *vmlinux;
         int n, r;
 
         /* Test and diagnostic switch: run the procfs collector on a BPF build. */
@@ -646,8 +661,10 @@ int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret
                 *ret_reason = reason_for("cannot open the BPF object", r);
                 goto fail;
         }
-        b->btf = force ? streq(force, "tp_btf") : tp_btf_usable();
-        choose_programs(b);
+        vmlinux = btf__load_vmlinux_btf();
+        b->btf = force ? streq(force, "tp_btf") : tp_btf_usable(vmlinux);
+        choose_programs(b, vmlinux);
+        btf__free(vmlinux);
         (void) bpf_map__set_max_entries(b->skel->maps.cpus, n);
         /* Room for a full table on every CPU: inserts then fail only where the per-CPU bound says so. */
         b->skel->rodata->intruder_table_size = intruder_table_size;
