@@ -11,6 +11,7 @@ PAY=/mnt/payload
 RES=/mnt/results
 CG=/sys/fs/cgroup
 exec > >(tee -a "$RES/console.txt") 2>&1
+"$PAY/heartbeat" &      # for the host's watchdog (vm-lib.sh)
 T_GUEST0=$(cut -d' ' -f1 /proc/uptime)
 . "$PAY/env"
 export PATH=$(dirname "$RTCTL_BIN"):$(dirname "$RTD_BIN"):/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
