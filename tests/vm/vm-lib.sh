@@ -130,11 +130,14 @@ vm_hang_report() {
         [ -f "$WORK/hung$name" ] || return 0
         echo "FAIL: guest${name:+ $name} stayed responsive (hung: $(cat "$WORK/hung$name"); see $WORK/serial$name.log)"
         fail=$((fail + 1))
-        # The dump's tasks that matter: blocked (D) and running (R), each with its stack, and every CPU's.
-        echo "--- guest${name:+ $name}: the kernel's dump of the hang (blocked and running tasks, CPUs; first 300 lines) ---"
-        tr -d '\r' <"$WORK/serial$name.log" | sed -n '/sysrq: Show Blocked State/,$p' | sed 's/^\[ *[0-9.]*\] //' |
-                awk '/^task:/ { p = $0 ~ /state:[DR]/ } /^(sysrq:|NMI backtrace|Kernel panic|Uhhuh|rcu: INFO)/ { p = 1 } p' |
-                head -300
+        # The dump's tasks that matter: blocked (D) and runnable (R), listed, then each with its stack, and the CPUs'.
+        tr -d '\r' <"$WORK/serial$name.log" | sed -n '/sysrq: Show Blocked State/,$p' | sed 's/^\[ *[0-9.]*\] //' \
+                >"$WORK/dump$name.txt"
+        echo "--- guest${name:+ $name}: tasks blocked (D) or runnable (R) when it hung (the kernel's dump) ---"
+        grep -E '^task:.* state:[DR]' "$WORK/dump$name.txt" | sed 's/ *stack:.* pid:/ pid:/; s/ *ppid:.*//' | sort -u | head -80
+        echo "--- guest${name:+ $name}: their stacks and the CPUs' (first 400 lines; all in $WORK/serial$name.log) ---"
+        awk '/^task:/ { p = $0 ~ /state:[DR]/ } /^(sysrq:|NMI backtrace|Kernel panic|Uhhuh|rcu: INFO)/ { p = 1 } p' \
+                "$WORK/dump$name.txt" | head -400
 }
 
 # vm_tally FILE...: prints the guests' PASS/FAIL/SKIP lines and counts them in pass, fail and skip.
