@@ -100,7 +100,9 @@ EOP
 vm_watchdog() {
         local name=$1 pid=$2 res=$3 stall=${RTD_VM_STALL:-300} sig prev="" last now i
         last=$(date +%s)
-        while kill -0 "$pid" 2>/dev/null; do
+        # Alive and not a zombie: a guest that ended waits to be reaped until its runner gets to it (n2 after n1).
+        alive() { local st; st=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
+        while alive; do
                 sleep 5
                 sig="$(stat -c %s "$WORK/serial$name.log" 2>/dev/null) $(cat "$res/heartbeat" 2>/dev/null)"
                 now=$(date +%s)
@@ -118,7 +120,7 @@ vm_watchdog() {
                 sleep 20
                 vm_monitor "$name" nmi
                 # The panic (panic=-1, -no-reboot) ends QEMU once the dump is out.
-                for i in $(seq 60); do kill -0 "$pid" 2>/dev/null || return 0; sleep 1; done
+                for i in $(seq 60); do alive || return 0; sleep 1; done
                 kill "$pid" 2>/dev/null
                 return 0
         done
