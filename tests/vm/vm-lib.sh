@@ -59,13 +59,20 @@ vm_cleanup() {
 # (snapshot=on: the cache is never written), $PAY shared read-only as "payload" and RESULTS writable as
 # "results", its console in WORK/serial$NAME.log, its monitor on WORK/monitor$NAME.sock; bounded by TIMEOUT
 # seconds and by vm_watchdog. Its pid is appended to PIDS.
+# TCG runs every vCPU of a guest in one host thread (thread=single; RTD_VM_TCG_THREAD=multi for one thread per
+# vCPU): with multi-threaded TCG (QEMU 7.2, the 6.1 guest kernel) live patching of hot kernel text, which every
+# tracepoint attach and detach does (rtd's BPF collector at each start and stop; `echo 1 >
+# .../events/irq/softirq_entry/enable` as well), now and then leaves every vCPU spinning in handle_softirqs at the
+# patched site for good (soft lockups on all CPUs; the patching task never returns). Seen at rtd's start and at
+# its stop in the guest tier, and without rtd by toggling softirq/irq/sched tracepoints (22 rounds, ~350 patches);
+# single-threaded TCG ran 400 rounds clean and is faster on this 2-CPU host (boot 37 s instead of 72 s).
 # sysrq_always_enabled and unknown_nmi_panic (with panic_print=1: every task's stack) are for vm_watchdog's dump
 # of a hung guest; nothing else sends the guest a SysRq key or an NMI.
 vm_boot() {
         local name=$1 kernel=$2 initrd=$3 res=$4 append=$5
         shift 5
         timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 \
-                -accel tcg,thread=multi -cpu max,vendor=GenuineIntel \
+                -accel tcg,thread=${RTD_VM_TCG_THREAD:-single} -cpu max,vendor=GenuineIntel \
                 -machine q35 -display none -no-reboot -nodefaults -serial "file:$WORK/serial$name.log" \
                 -kernel "$IMGDIR/$kernel" -initrd "$IMGDIR/$initrd" \
                 -append "console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 panic=-1 loglevel=4 sysrq_always_enabled unknown_nmi_panic panic_print=1$append" \
@@ -89,12 +96,12 @@ s.connect(sys.argv[1])
 s.sendall(sys.argv[2].encode() + b"\n")
 time.sleep(1)
 EOP
-}
+} 2>/dev/null
 
 # vm_watchdog NAME PID RESULTS (started by vm_boot): a guest that hangs must not burn the whole TIMEOUT. The
-# guest's scripts write their uptime to RESULTS/heartbeat every 5 s (stage-payload.sh's heartbeat); when neither
-# it nor the console has changed for RTD_VM_STALL seconds (default 300: every step in the guests has its own
-# shorter timeout, so a live guest always moves on), the guest is hung: its kernel is asked for the blocked tasks
+# guest's scripts write their uptime to RESULTS/heartbeat every 5 s (stage-payload.sh's heartbeat); when it (before
+# the first one: the console) has not changed for RTD_VM_STALL seconds (default 300: every step in the guests
+# has its own shorter timeout, so a live guest always moves on), the guest is hung: its kernel is asked for the blocked tasks
 # and every CPU's backtrace (SysRq w, l), then an NMI makes it panic with every task's stack on the console; then
 # QEMU (PID, the timeout wrapping it) is stopped. The reason goes to WORK/hung$NAME for the runner's report.
 vm_watchdog() {
@@ -104,14 +111,19 @@ vm_watchdog() {
         alive() { local st; st=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
         while alive; do
                 sleep 5
-                sig="$(stat -c %s "$WORK/serial$name.log" 2>/dev/null) $(cat "$res/heartbeat" 2>/dev/null)"
+                # Once there is a heartbeat it alone tells: a hung kernel may go on printing (soft lockups).
+                if [ -s "$res/heartbeat" ]; then
+                        sig=$(cat "$res/heartbeat" 2>/dev/null)
+                else
+                        sig=$(stat -c %s "$WORK/serial$name.log" 2>/dev/null)
+                fi
                 now=$(date +%s)
                 if [ "$sig" != "$prev" ]; then
                         prev=$sig last=$now
                         continue
                 fi
                 [ $((now - last)) -ge "$stall" ] || continue
-                echo "no progress for $((now - last)) s (console and heartbeat unchanged; the guest's last" \
+                echo "no progress for $((now - last)) s (no heartbeat, or no console output before the first; the guest's last" \
                      "heartbeat at uptime $(cut -d' ' -f1 "$res/heartbeat" 2>/dev/null || echo none) s):" \
                      "SysRq w and l, then an NMI, then QEMU stopped" >"$WORK/hung$name"
                 log "guest${name:+ $name} hung: $(cat "$WORK/hung$name")"
@@ -135,6 +147,9 @@ vm_hang_report() {
         # The dump's tasks that matter: blocked (D) and runnable (R), listed, then each with its stack, and the CPUs'.
         tr -d '\r' <"$WORK/serial$name.log" | sed -n '/sysrq: Show Blocked State/,$p' | sed 's/^\[ *[0-9.]*\] //' \
                 >"$WORK/dump$name.txt"
+        echo "--- guest${name:+ $name}: what the kernel said before (soft lockups, RCU stalls, hung tasks: first 20) ---"
+        tr -d '\r' <"$WORK/serial$name.log" | sed -n '/sysrq: Show Blocked State/q; p' |
+                grep -aE 'soft lockup|rcu: INFO|blocked for more than|RIP: 0010|BUG|Oops' | head -20
         echo "--- guest${name:+ $name}: tasks blocked (D) or runnable (R) when it hung (the kernel's dump) ---"
         grep -E '^task:.* state:[DR]' "$WORK/dump$name.txt" | sed 's/ *stack:.* pid:/ pid:/; s/ *ppid:.*//' | sort -u | head -80
         echo "--- guest${name:+ $name}: their stacks and the CPUs' (first 400 lines; all in $WORK/serial$name.log) ---"
