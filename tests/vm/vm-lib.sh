@@ -100,12 +100,12 @@ EOP
 
 # vm_watchdog NAME PID RESULTS (started by vm_boot): a guest that hangs must not burn the whole TIMEOUT. The
 # guest's scripts write their uptime to RESULTS/heartbeat every 5 s (stage-payload.sh's heartbeat); when it (before
-# the first one: the console) has not changed for RTD_VM_STALL seconds (default 300: every step in the guests
-# has its own shorter timeout, so a live guest always moves on), the guest is hung: its kernel is asked for the blocked tasks
-# and every CPU's backtrace (SysRq w, l), then an NMI makes it panic with every task's stack on the console; then
-# QEMU (PID, the timeout wrapping it) is stopped. The reason goes to WORK/hung$NAME for the runner's report.
+# the first one: the console) has not changed for RTD_VM_STALL seconds (default 180; a slow step does not stop
+# the heartbeat, only a hung guest does), the guest is hung: its kernel is asked for the blocked tasks and every
+# CPU's backtrace (SysRq w, l), then an NMI makes it panic with every task's stack on the console; then QEMU
+# (PID, the timeout wrapping it) is stopped. The reason goes to WORK/hung$NAME for the runner's report.
 vm_watchdog() {
-        local name=$1 pid=$2 res=$3 stall=${RTD_VM_STALL:-300} sig prev="" last now i
+        local name=$1 pid=$2 res=$3 stall=${RTD_VM_STALL:-180} sig prev="" last now i
         last=$(date +%s)
         # Alive and not a zombie: a guest that ended waits to be reaped until its runner gets to it (n2 after n1).
         alive() { local st; st=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ]; }
