@@ -64,8 +64,9 @@ vm_cleanup() {
 # tracepoint attach and detach does (rtd's BPF collector at each start and stop; `echo 1 >
 # .../events/irq/softirq_entry/enable` as well), now and then leaves every vCPU spinning in handle_softirqs at the
 # patched site for good (soft lockups on all CPUs; the patching task never returns). Seen at rtd's start and at
-# its stop in the guest tier, and without rtd by toggling softirq/irq/sched tracepoints (22 rounds, ~350 patches);
-# single-threaded TCG ran 400 rounds clean and is faster on this 2-CPU host (boot 37 s instead of 72 s).
+# its stop in the guest tier, and without rtd by toggling 8 softirq/irq/sched tracepoints on and off through
+# tracefs: hung in round 22 (~350 toggles) multi-threaded; single-threaded, 400 rounds (6400 toggles) ran clean in
+# 392 s (one run each), and the guest booted to its script in 37 s instead of 72 s on this loaded 2-CPU host.
 # sysrq_always_enabled and unknown_nmi_panic (with panic_print=1: every task's stack) are for vm_watchdog's dump
 # of a hung guest; nothing else sends the guest a SysRq key or an NMI.
 vm_boot() {
