@@ -265,6 +265,45 @@ def notify_ready_status_and_watchdog():
 
 
 @test
+def watchdog_never_lapses_during_start():
+    """systemd arms WatchdogSec= at the start, not at READY=1: judged as systemd does (a deadline one watchdog
+    period after the exec and after each WATCHDOG=1, the period set by WATCHDOG_USEC=), rtd's start must never
+    miss it. The start takes ~1.2 s here (20-50x that in the TCG guest, where systemd killed rtd at 10 s); with
+    a 0.4 s watchdog, rtd must widen it until READY=1, then put the unit's value back."""
+    rtd = Rtd(pidns=False)
+    s, path = notify_socket(rtd.dir)
+    try:
+        period = 0.4
+        env = {**os.environ, "NOTIFY_SOCKET": path, "WATCHDOG_USEC": str(int(period * 1e6))}
+        t0 = time.monotonic()
+        rtd.start(wait=False, env=env)
+        deadline, lapses, msgs, ready = t0 + period, [], [], False
+        while time.monotonic() < t0 + 30 and not ready:
+            try:
+                m = s.recv(4096).decode()
+            except socket.timeout:
+                continue
+            now = time.monotonic()
+            msgs.append((round(now - t0, 3), m.replace("\n", " ")))
+            if now > deadline:
+                lapses.append(f"{now - t0:.3f} s after the exec, {now - deadline:.3f} s past the watchdog")
+            fields = dict(f.split("=", 1) for f in m.split("\n") if "=" in f)
+            if "WATCHDOG_USEC" in fields:
+                period = int(fields["WATCHDOG_USEC"]) / 1e6
+            if "WATCHDOG" in fields or "WATCHDOG_USEC" in fields:
+                deadline = now + period
+            ready = "READY" in fields
+        assert ready, msgs
+        assert not lapses, f"systemd would have killed rtd: {lapses}; messages {msgs}"
+        assert period == 0.4, f"the unit's watchdog must be back after READY=1, not {period} s: {msgs}"
+        rc = rtd.stop()
+        assert rc == 0, f"rtd exited {rc}: {rtd.read_log()}"
+    finally:
+        s.close()
+        rtd.cleanup()
+
+
+@test
 def socket_activation():
     rtd = Rtd(pidns=False)
     try:

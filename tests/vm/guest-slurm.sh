@@ -42,6 +42,7 @@ if [ "${1:-}" = snap ]; then
 fi
 
 exec > >(tee -a "$RES/console.txt") 2>&1
+"$PAY/heartbeat" &      # for the host's watchdog (vm-lib.sh)
 . "$PAY/env"
 export PATH=$(dirname "$RTCTL_BIN"):$(dirname "$RTD_BIN"):/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 NODE=$(sed -n 's/.*rtdvm\.node=\(n[12]\).*/\1/p' /proc/cmdline)

@@ -11,6 +11,7 @@ PAY=/mnt/payload
 RES=/mnt/results
 CG=/sys/fs/cgroup
 exec > >(tee -a "$RES/console.txt") 2>&1
+"$PAY/heartbeat" &      # for the host's watchdog (vm-lib.sh)
 T_GUEST0=$(cut -d' ' -f1 /proc/uptime)
 . "$PAY/env"
 export PATH=$(dirname "$RTCTL_BIN"):$(dirname "$RTD_BIN"):/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -117,9 +118,26 @@ start_rtd() {
              "cgroup=$(systemctl show -P ControlGroup $RTD_UNIT)"
         [ $rc = 0 ] && rtctl status >/dev/null 2>&1
 }
+# dump_stuck WHAT: a step that timed out says where things stood: rtd's and systemctl's threads with their
+# kernel stacks, every task not sleeping, and the kernel's list of blocked tasks (SysRq w) in the journal.
+dump_stuck() {
+        local p t
+        echo "--- $1 timed out: rtd's and systemctl's threads, tasks not sleeping (uptime $(cut -d' ' -f1 /proc/uptime)) ---"
+        for p in $(pgrep -x rtd) $(pgrep -x rtd-worker) $(pgrep -x systemctl); do
+                for t in /proc/$p/task/*; do
+                        echo "$p/${t##*/} $(cat $t/comm 2>/dev/null) $(cut -d' ' -f3 $t/stat 2>/dev/null)" \
+                             "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*/cpus /p' $t/status 2>/dev/null)"
+                        sed 's/^/    /' $t/stack 2>/dev/null
+                done
+        done
+        ps -eLo pid,tid,cls,rtprio,psr,pcpu,stat,wchan:30,comm | awk 'NR == 1 || $7 !~ /^[SI]/'
+        echo w >/proc/sysrq-trigger 2>/dev/null
+        journalctl -k -n 200 --no-pager -o short-monotonic | sed -n '/sysrq: Show Blocked State/,$p'
+}
 stop_rtd() {
         timeout 300 systemctl stop "$RTD_UNIT"
         local rc=$?
+        [ $rc = 124 ] && dump_stuck "systemctl stop $RTD_UNIT"
         journalctl -b -u "$RTD_UNIT" --no-pager -o short-monotonic >"$RES/journal-rtd-$1.txt" 2>&1
         [ $rc = 0 ] && ! systemctl is-active -q "$RTD_UNIT"
 }

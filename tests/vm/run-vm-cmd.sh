@@ -33,6 +33,7 @@ for f in "$@"; do cp "$f" "$PAY/"; done
 cat >"$PAY/guest-entry.sh" <<'EOF'
 #!/bin/bash
 PAY=/mnt/payload RES=/mnt/results
+"$PAY/heartbeat" &
 set -a; . "$PAY/env"; set +a
 export PAY RES PATH=$(dirname "$RTCTL_BIN"):$(dirname "$RTD_BIN"):/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 cp -a "$PAY/stage/." / && ldconfig
@@ -47,7 +48,10 @@ vm_boot "" vmlinuz initrd.img "$RES" "" -m 2G -smp "${RTD_VM_SMP:-4}"
 wait "${PIDS[0]}"
 log "qemu rc=$?"
 PIDS=()
+fail=0
+vm_hang_report ""
 cat "$RES/out.txt" 2>/dev/null || { tail -30 "$WORK/serial.log"; exit 1; }
 OUTDIR=${RTD_VM_CMD_OUT:-/tmp/rtd-vm-cmd-results}
 rm -rf "$OUTDIR" && cp -r "$RES" "$OUTDIR" && log "guest files in $OUTDIR"
-RC=0
+RC=$fail
+exit $RC

@@ -59,6 +59,8 @@ T_RUN=$(( $(date +%s) - T0 ))
 
 # --- 4. report ---
 vm_tally "$WORK/results-n2/results.txt" "$WORK/results-n1/results.txt"
+vm_hang_report -n1
+vm_hang_report -n2
 for n in n1 n2; do
         if [ ! -f "$WORK/results-$n/done" ]; then
                 echo "FAIL: guest $n ran to the end (n1's qemu rc=$Q1 after ${T_RUN}s; see $WORK/serial-$n.log)"

@@ -7,6 +7,8 @@
 # Env:   RTD_VM_CACHE   image cache (default /var/cache/rtd-tests/vm)
 #        RTD_VM_KEEP=1  keep the work directory (serial log, guest journal) even on success
 #        RTD_VM_TIMEOUT seconds for the whole boot (default 2400; emulation is 20-50x slower than native)
+#        RTD_VM_STALL   seconds without a guest heartbeat or console output before the guest counts as hung:
+#                       its kernel dumps its tasks to serial.log, QEMU is stopped (default 180; vm-lib.sh)
 # Output: one line per guest check, then "N passed, N failed, N skipped"; exit 1 if anything failed
 # or the guest did not finish, 77 if this machine cannot run the suite at all.
 set -uo pipefail
@@ -42,6 +44,7 @@ T_BOOT=$(( $(date +%s) - T0 ))
 
 # --- 4. report ---
 vm_tally "$RES/results.txt"
+vm_hang_report ""
 if [ ! -f "$RES/done" ]; then
         echo "FAIL: guest ran the suite to the end (qemu rc=$QRC after ${T_BOOT}s; see $WORK/serial.log)"
         fail=$((fail + 1))

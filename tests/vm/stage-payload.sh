@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Sourced by vm-lib.sh (for the three VM runners): how this build reaches a guest.
 # stage_payload BUILD PAY SRC: `meson install --destdir PAY/stage` of BUILD plus the binaries themselves (and
-# the SPANK plugin when built), and PAY/env with the paths the guest needs. Logs to WORK/install.log.
+# the SPANK plugin when built), PAY/env with the paths the guest needs and PAY/heartbeat. Logs to WORK/install.log.
 stage_payload() {
         local build=$1 pay=$2 src=$3 b f d
         mkdir -p "$pay/stage"
@@ -36,5 +36,11 @@ RTD_SYSCONFDIR=$SYSCONFDIR
 RTD_SPANK_PLUGIN=$LIBDIR/slurm-wlm/spank_rtd.so
 RTD_HOST_COMMIT=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
 EOV
+        # The guests' heartbeat for vm_watchdog: `"$PAY/heartbeat" &` first thing; it stops when the guest hangs.
+        cat >"$pay/heartbeat" <<'EOH'
+#!/bin/sh
+while :; do cut -d' ' -f1 /proc/uptime >/mnt/results/heartbeat; sleep 5; done
+EOH
+        chmod 0755 "$pay/heartbeat"
         log "payload: $(cd "$pay/stage" && find . -type f | sed 's|^\.||' | tr '\n' ' ')"
 }
