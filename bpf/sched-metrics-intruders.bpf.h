@@ -44,8 +44,10 @@ static __always_inline void arrival_note(bool btf, struct task_struct *p, __u32 
 
 /* The task of entry v arrived here since its time here was last added (or was never here): its time here
  * begins at its runtime on arrival. The note is used up; entries already past it keep theirs. */
-static __always_inline void intruder_arrived(struct rtd_cpu *c, struct rtd_intruder *v, __u32 pid,
-                                             __u64 start_time, __u64 migrations) {
+__noinline int intruder_arrived(struct rtd_cpu *c, struct rtd_intruder *v, __u32 pid, __u64 start_time,
+                                __u64 migrations) {
+        if (!c || !v)
+                return 0;
         for (__u32 i = 0; i < RTD_ARRIVAL_SLOTS; i++) {
                 __u64 rt, m;
 
@@ -63,6 +65,7 @@ static __always_inline void intruder_arrived(struct rtd_cpu *c, struct rtd_intru
                         v->end_epoch = reserve_epoch;
                 }
         }
+        return 0;
 }
 
 /* A run of an intruder begins on a reserved CPU: count it, note where its CPU time starts, (re)take its
@@ -122,16 +125,22 @@ static __always_inline bool intruder_begin(bool btf, struct rtd_cpu *c, __u32 cp
  * CPU itself: no race with sched_switch), so a running hog's figure is at most one tick old and every
  * counter only ever adds exact deltas.
  */
-static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime) {
-        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid, .start_time = c->cur_start_time };
-        struct rtd_intruder *v = bpf_map_lookup_elem(&intruders, &k);
-        __u64 d, from = c->cur_start_runtime;
+__noinline int intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pid, __u64 runtime) {
+        struct rtd_intruder_key k = { .cpu = cpu, .pid = pid };
+        struct rtd_intruder *v;
+        __u64 d, from;
+
+        if (!c)
+                return 0;
+        k.start_time = c->cur_start_time;
+        v = bpf_map_lookup_elem(&intruders, &k);
+        from = c->cur_start_runtime;
 
         /* Not migrated since its time here was last added (by blind_sweep() meanwhile): added up to there. */
         if (v && v->end_epoch == reserve_epoch && v->end_migrations == c->cur_migrations && v->end_runtime > from)
                 from = v->end_runtime;
         if (runtime <= from)
-                return;
+                return 0;
         d = runtime - from;
         c->cur_start_runtime = runtime;
         c->intrusion_ns += d;
@@ -142,6 +151,7 @@ static __always_inline void intruder_fold(struct rtd_cpu *c, __u32 cpu, __u32 pi
                 v->end_epoch = reserve_epoch;
         } else
                 c->other_ns += d;
+        return 0;
 }
 
 /*
@@ -287,12 +297,13 @@ static __always_inline void recover_cur(struct rtd_cpu *c, __u32 cpu) {
                 c->unrecovered++;
 }
 
-static __always_inline void recover(struct rtd_cpu *c, __u32 cpu) {
-        if (!c->cur_intruder || !c->cur_pid)
-                return;
+__noinline int recover(struct rtd_cpu *c, __u32 cpu) {
+        if (!c || !c->cur_intruder || !c->cur_pid)
+                return 0;
         blind_note(c);
         recover_cur(c, cpu);
         blind_sweep(c, cpu);
+        return 0;
 }
 
 /*
