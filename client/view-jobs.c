@@ -16,7 +16,7 @@ static const char *outcome(View *v, json_t *job, char *buf, size_t size) {
         json_t *code = json_object_get(job, "exit_code"), *sig = json_object_get(job, "signal");
 
         if (json_is_integer(sig) && json_integer_value(sig) > 0) {
-                const char *name = sigabbrev_np((int) json_integer_value(sig));
+                const char *name = view_signal_name(json_integer_value(sig));
                 if (name)
                         snprintf(buf, size, "killed by SIG%s", name);
                 else
@@ -243,7 +243,7 @@ void view_jobs(View *v, json_t *res) {
                 char exit_s[24] = "", took[32] = "", when[16] = "";
 
                 if (json_is_integer(sig)) {
-                        const char *name = sigabbrev_np((int) json_integer_value(sig));
+                        const char *name = view_signal_name(json_integer_value(sig));
                         snprintf(exit_s, sizeof exit_s, name ? "SIG%s" : "signal %s", name ? name : "?");
                 } else if (json_is_integer(code))
                         snprintf(exit_s, sizeof exit_s, "%lld", json_integer_value(code));

@@ -201,3 +201,12 @@ void view_pad(View *v, const char *s, int width) {
         for (; cols < width; cols++)
                 fputc(' ', v->out);
 }
+
+const char *view_signal_name(long long sig) {
+        static const char *const names[] = {
+                [1] = "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1", "SEGV", "USR2",
+                "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT", "STOP", "TSTP", "TTIN", "TTOU", "URG", "XCPU",
+                "XFSZ", "VTALRM", "PROF", "WINCH", "POLL", "PWR", "SYS",
+        };
+        return sig > 0 && sig < (long long) ELEMENTSOF(names) ? names[sig] : NULL;
+}

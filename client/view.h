@@ -66,6 +66,8 @@ const char *view_kib(long long kib, char *buf, size_t size);
 const char *view_cpus(const char *list, char *buf, size_t size);
 /* Print s left-aligned in width columns (UTF-8 aware, unlike printf's %-*s). */
 void view_pad(View *v, const char *s, int width);
+/* "KILL" for 9: a signal's short name, NULL for one without (what glibc's sigabbrev_np gives, in any libc). */
+const char *view_signal_name(long long sig);
 /* Colour for a job state. */
 ViewColor view_state_color(const char *state);
 

@@ -26,12 +26,16 @@
 #define CONNECTION_MEMORY_MIN 32768
 /* What a push stream (events) may hold for a client that does not read: ~1000 events. */
 #define HTTP_STREAM_MAX_BUFFER (256u * 1024)
+/* Turns in a row MHD may run without the loop polling (rearm_timer()). */
+#define RUN_NOW_MAX 16
 
 struct Http {
         Manager *manager;
         struct MHD_Daemon *daemon;
         sd_event_source *io;
         sd_event_source *timer;
+        sd_event_source *run_now;       /* MHD has work now: run it on the next turn, without polling */
+        unsigned runs_now;              /* run_now's turns in a row: a bound, so the loop still polls */
         HttpGate *gate;
         HttpRouter router;
         bool read_only;
@@ -549,21 +553,30 @@ void http_stream_end(HttpStream *s) {
 static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 
 static int rearm_timer(Http *h) {
-        MHD_UNSIGNED_LONG_LONG ms;
-        uint64_t when;
+        MHD_UNSIGNED_LONG_LONG ms = 0;
+        bool timeout = h->resumed || MHD_get_timeout(h->daemon, &ms) == MHD_YES;
+        bool now = h->resumed || (timeout && ms == 0);
 
-        if (h->resumed)
-                ms = 0;
-        else if (MHD_get_timeout(h->daemon, &ms) != MHD_YES)
+        if (!now)
+                h->runs_now = 0;
+        else if (h->runs_now < RUN_NOW_MAX) {
+                /*
+                 * MHD has connections with data it has not processed yet (its epoll is edge-triggered, so no
+                 * io event will come for them) or a resumed one (which wakes no epoll): run it on the next
+                 * turn. A defer source is pending at once, so that turn dispatches it without polling; a
+                 * timer set in the past costs a timerfd that fires at once (37 µs in a VM, on every answer
+                 * to a stream or a request that came in more than one read) and a poll.
+                 */
+                (void) sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+                return sd_event_source_set_enabled(h->run_now, SD_EVENT_ONESHOT);
+        }
+        /* While a defer source is pending the loop does not poll: after RUN_NOW_MAX turns in a row (a long
+         * body read one buffer per turn), one through the timer, so every other source is heard meanwhile. */
+        (void) sd_event_source_set_enabled(h->run_now, SD_EVENT_OFF);
+        if (!timeout)
                 return sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
-        /*
-         * 0 means MHD has connections with data it has not processed yet (its epoll is edge-triggered, so
-         * no io event will come for them): run again on the next loop turn. A time in the past fires at
-         * once; now+0 would be rounded up by the timer's accuracy (sd-event's default is 250 ms), which
-         * read request bodies one buffer (~16 kB) per 250 ms.
-         */
-        when = ms == 0 ? 1 : now_usec(CLOCK_MONOTONIC) + ms * 1000ULL;
-        (void) sd_event_source_set_time(h->timer, when);
+        /* A time in the past fires on the next turn; now+0 would be rounded up by the timer's accuracy. */
+        (void) sd_event_source_set_time(h->timer, ms == 0 ? 1 : now_usec(CLOCK_MONOTONIC) + ms * 1000ULL);
         return sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
 }
 
@@ -579,7 +592,18 @@ static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 }
 
 static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
-        run_mhd(userdata);
+        Http *h = userdata;
+
+        h->runs_now = 0;
+        run_mhd(h);
+        return 0;
+}
+
+static int on_run_now(sd_event_source *src, void *userdata) {
+        Http *h = userdata;
+
+        h->runs_now++;
+        run_mhd(h);
         return 0;
 }
 
@@ -595,31 +619,32 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         }
 }
 
+/*
+ * MHD's messages, through rtd's log rather than its own fprintf to stderr. On a unix socket MHD tries
+ * TCP_NODELAY and TCP_CORK around every answer, the kernel says EOPNOTSUPP (MHD learns that a socket is not
+ * TCP only from EINVAL or ENOPROTOOPT), and MHD printed that, and that it could not push its buffers, about
+ * fifteen lines per `rtctl submit --wait`: writes on the way to every answer and event, and under systemd
+ * as many journal entries. Both say nothing on a unix socket (there is no Nagle to push past) and cannot
+ * come on TCP, where the options work: they are dropped.
+ */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+        char buf[512];
+        size_t n;
+
+        if (startswith(fmt, "Setting %s option to %s state failed: ") ||
+            startswith(fmt, "Failed to push the data from buffers to the network."))
+                return;
+        (void) vsnprintf(buf, sizeof buf, fmt, ap);
+        n = strlen(buf);
+        if (n > 0 && buf[n - 1] == '\n')
+                buf[n - 1] = 0;
+        log_warning("libmicrohttpd: %s", buf);
+}
+
 static void kick(void *userdata) {
         Http *h = userdata;
 
         (void) rearm_timer(h);
-}
-
-/*
- * MHD's own messages go to rtd's log, not to stderr. On a unix socket MHD tries TCP_NODELAY and TCP_CORK for
- * every response and reports each refusal (three lines a request, in the journal under systemd): those say
- * nothing about rtd and are kept at debug level.
- */
-static void mhd_log(void *cls, const char *fmt, va_list ap) {
-        static const char *const unix_socket_chatter[] = { "TCP_NODELAY", "TCP_CORK", "push the data from buffers" };
-        char buf[512];
-        size_t n;
-        int level = LOG_WARNING;
-
-        vsnprintf(buf, sizeof buf, fmt, ap);
-        n = strlen(buf);
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-                buf[--n] = 0;
-        for (size_t i = 0; i < ELEMENTSOF(unix_socket_chatter); i++)
-                if (strstr(buf, unix_socket_chatter[i]))
-                        level = LOG_DEBUG;
-        log_full(level, "libmicrohttpd: %s", buf);
 }
 
 int http_new(Manager *m, int fd, bool read_only, HttpRouter router, Http **ret) {
@@ -641,8 +666,7 @@ int http_new(Manager *m, int fd, bool read_only, HttpRouter router, Http **ret) 
         h->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                                      MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
                                      on_request, h,
-                                     /* First, or MHD reports the options before it with its own logger. */
-                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,     /* first: MHD says so */
                                      MHD_OPTION_CONNECTION_LIMIT, 65536u,
                                      MHD_OPTION_CONNECTION_TIMEOUT,
                                      (unsigned) (read_only ? cfg->metrics_timeout_sec : CONNECTION_TIMEOUT_SEC),
@@ -663,11 +687,15 @@ int http_new(Manager *m, int fd, bool read_only, HttpRouter router, Http **ret) 
         r = sd_event_add_io(m->event, &h->io, info->epoll_fd, EPOLLIN, on_io, h);
         if (r < 0)
                 goto fail;
-        /* Accuracy 1 µs: sd-event's default (0 = 250 ms) let every MHD pass that MHD asked for "at once" wait
-         * up to 250 ms, so a stream or a body moved one buffer per 250 ms. */
+        /* MHD's timeouts; what it wants at once goes through run_now (rearm_timer()). Accuracy 1 µs, not
+         * sd-event's default of 250 ms, so a timeout is kept as MHD asked. */
         r = sd_event_add_time(m->event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, h);
         if (r < 0)
                 goto fail;
+        r = sd_event_add_defer(m->event, &h->run_now, on_run_now, h);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_enabled(h->run_now, SD_EVENT_OFF);
         r = http_gate_new(m, fd, read_only, h->daemon, kick, h, &h->gate);
         if (r < 0)
                 goto fail;
@@ -699,6 +727,7 @@ Http *http_free(Http *h) {
         }
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->timer);
+        sd_event_source_disable_unref(h->run_now);
         if (h->daemon)
                 MHD_stop_daemon(h->daemon);     /* tells the gate about each connection it closes */
         http_gate_free(h->gate);
