@@ -163,6 +163,15 @@ struct rtd_intruder {
         __u64 end_epoch;                /* ... and the reservation then (reserve_epoch) */
 };
 
+/* A task already on a reserved CPU when the reservation began (keyed like an intruder, whose entry holds
+ * where its time there begins): kept until it runs there or moves (sched-metrics-baseline.bpf.h). */
+struct rtd_baseline {
+        __u64 task;                     /* its task_struct, read fault-safe and checked by pid and start time */
+        __u64 migrations;               /* its se.nr_migrations then */
+        __u32 epoch;                    /* the reservation (reserve_epoch) */
+        __u32 pad;
+};
+
 /* IPIs sent to reserved CPUs, by call site (ipi_send_cpu/ipi_send_cpumask, kernel >= 6.3). */
 struct rtd_ipi_key {
         __u32 cpu;                      /* target */

@@ -10,3 +10,6 @@ int bpf_maps_read_irqs(int fd, int names_fd, unsigned n_possible, Sample *s);
 int bpf_maps_read_intruders(int fd, Sample *s);
 /* The IPIs sent to reserved CPUs, by call site (named later: kallsyms). */
 int bpf_maps_read_ipis(int fd, Sample *s);
+/* Run a task iterator program once over every task, for what it writes into maps. */
+struct bpf_program;
+int bpf_maps_run_iter(struct bpf_program *p);

@@ -117,6 +117,10 @@ static void choose_programs(BpfCollector *b) {
                 /* The wakeup programs feed the starvation guard as well as run-queue latency: always loaded. */
                 bool load = is_btf == b->btf || p == b->skel->progs.sample_cpu;
 
+                /* The baseline of tasks on a CPU as it is reserved: a task iterator (kernel >= 5.8, BTF). */
+                if (p == b->skel->progs.baseline_tasks)
+                        load = b->btf && libbpf_find_vmlinux_btf_id("task", BPF_TRACE_ITER) >= 0;
+
                 for (size_t i = 0; load && i < ELEMENTSOF(optional_tps); i++)
                         if (strstr(sec, optional_tps[i].tp) && !tracepoint_known(sec)) {
                                 load = false;
@@ -152,6 +156,20 @@ static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
                 b->skel->bss->reserved_cpus[i] = cpuset_isset(reserved, i);
         /* Time a task ran on a CPU while it was not reserved is no intrusion (intruder_begin()). */
         b->skel->bss->reserve_epoch++;
+        /* Where the tasks already there stand now: their time from here is exact even if rtd never sees
+         * them arrive (bpf/sched-metrics-baseline.bpf.h). */
+        if (bpf_program__fd(b->skel->progs.baseline_tasks) >= 0) {
+                int r;
+
+                b->skel->bss->baseline_noted = b->skel->bss->baseline_full = 0;
+                r = bpf_maps_run_iter(b->skel->progs.baseline_tasks);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot note the tasks already on the reserved CPUs, runs of them "
+                                          "no event shows before rtd first sees them are not counted: %m");
+                else
+                        log_debug("Noted %u tasks already on the reserved CPUs (%u found the table full)",
+                                  b->skel->bss->baseline_noted, b->skel->bss->baseline_full);
+        }
 }
 
 /* The sched_wakeup programs' links, tp_btf or raw_tp as loaded. */
