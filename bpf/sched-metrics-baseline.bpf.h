@@ -11,9 +11,7 @@
  * there begins: intruder_begin() and blind_sweep() add from there, as for an arrival. A sleeping task rtd
  * moved keeps its old CPU until it wakes: its affinity leaves it out.
  */
-SEC("iter/task")
-int baseline_tasks(struct bpf_iter__task *ctx) {
-        struct task_struct *t = ctx->task;
+static __always_inline void baseline_note(struct task_struct *t) {
         struct rtd_intruder_key k = {};
         struct rtd_baseline b = {};
         struct rtd_intruder *v;
@@ -22,25 +20,25 @@ int baseline_tasks(struct bpf_iter__task *ctx) {
         unsigned long word = 0;
         __u32 cpu;
 
-        if (!t)
-                return 0;
         k.pid = t->pid;
         cpu = t->thread_info.cpu;
         if (!k.pid || !cpu_reserved(cpu))
-                return 0;
+                return;
         cpu &= RTD_MAX_CPUS - 1;
         if (bpf_probe_read_kernel(&word, sizeof word, &t->cpus_ptr->bits[cpu / 64]) < 0 || !((word >> (cpu % 64)) & 1))
-                return 0;
+                return;
         mark = bpf_task_storage_get(&task_store, t, NULL, 0);
         if (!mark)
                 mark = bpf_map_lookup_elem(&marks, &k.pid);
         c = cpu_get(cpu);
         if (exempt(mark) || !c)
-                return 0;
+                return;
         k.cpu = cpu;
         k.start_time = t->start_time;
         v = bpf_map_lookup_elem(&intruders, &k);
-        if (!v && c->table_used < intruder_table_size) {
+        /* At most half the table: the intruders that do run keep room (a task that finds no room is not
+         * noted, and its runs go to other as usual). */
+        if (!v && c->table_used < intruder_table_size / 2) {
                 struct rtd_intruder n = {
                         .kind = mark && mark->kind == RTD_TASK_DAEMON ? RTD_INTRUDER_RTD :
                                 t->flags & PF_KTHREAD ? RTD_INTRUDER_KERNEL : RTD_INTRUDER_USER,
@@ -54,7 +52,7 @@ int baseline_tasks(struct bpf_iter__task *ctx) {
         }
         if (!v) {
                 baseline_full++;
-                return 0;
+                return;
         }
         b.task = (__u64) t;
         b.migrations = t->se.nr_migrations;
@@ -68,6 +66,34 @@ int baseline_tasks(struct bpf_iter__task *ctx) {
                 baseline_noted++;
         else
                 baseline_full++;
+}
+
+/* Each task the iterator visits: those of rtd's PID namespace only (the kernel's task iterator walks the
+ * reader's namespace), so all of them where rtd runs in the initial one. */
+SEC("iter/task")
+int baseline_tasks(struct bpf_iter__task *ctx) {
+        if (ctx->task)
+                baseline_note(ctx->task);
+        return 0;
+}
+
+/* Where the kernel has the open-coded task iterator (6.7), every thread of the machine at the first visit,
+ * whatever rtd's PID namespace: PID 1's threads, which rtd cannot move from its own, are what matters. */
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task__nullable, unsigned int flags) __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
+
+SEC("iter/task")
+int baseline_all(struct bpf_iter__task *ctx) {
+        struct bpf_iter_task it;
+        struct task_struct *t;
+
+        if (!ctx->task || ctx->meta->seq_num != 0)
+                return 0;
+        bpf_iter_task_new(&it, NULL, BPF_TASK_ITER_ALL_THREADS);
+        while ((t = bpf_iter_task_next(&it)))
+                baseline_note(t);
+        bpf_iter_task_destroy(&it);
         return 0;
 }
 

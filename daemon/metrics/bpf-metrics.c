@@ -3,6 +3,7 @@
  * programs (tp_btf, or the raw_tp twins), holds the BPF run-time statistics fd, and copies the maps into
  * a Sample when metrics.c's timer asks. */
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -102,6 +103,15 @@ static void note_fallback(BpfCollector *b, const char *what, const char *instead
         b->fallbacks = n;
 }
 
+/* A function in the kernel's BTF (a kfunc this kernel has). */
+static bool kernel_has_func(const char *name) {
+        struct btf *vmlinux = btf__load_vmlinux_btf();
+        bool r = vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) >= 0;
+
+        btf__free(vmlinux);
+        return r;
+}
+
 static void choose_programs(BpfCollector *b) {
         struct bpf_program *p;
         /* /proc/PID/schedstat exists iff CONFIG_SCHED_INFO: then sched_switch reads the kernel's own
@@ -117,9 +127,12 @@ static void choose_programs(BpfCollector *b) {
                 /* The wakeup programs feed the starvation guard as well as run-queue latency: always loaded. */
                 bool load = is_btf == b->btf || p == b->skel->progs.sample_cpu;
 
-                /* The baseline of tasks on a CPU as it is reserved: a task iterator (kernel >= 5.8, BTF). */
-                if (p == b->skel->progs.baseline_tasks)
-                        load = b->btf && libbpf_find_vmlinux_btf_id("task", BPF_TRACE_ITER) >= 0;
+                /* The baseline of tasks on a CPU as it is reserved: a task iterator (kernel >= 5.8, BTF),
+                 * over every thread where the kernel has the open-coded one (6.7), else over rtd's PID
+                 * namespace's. */
+                if (p == b->skel->progs.baseline_tasks || p == b->skel->progs.baseline_all)
+                        load = b->btf && libbpf_find_vmlinux_btf_id("task", BPF_TRACE_ITER) >= 0 &&
+                               (p == b->skel->progs.baseline_all) == kernel_has_func("bpf_iter_task_new");
 
                 for (size_t i = 0; load && i < ELEMENTSOF(optional_tps); i++)
                         if (strstr(sec, optional_tps[i].tp) && !tracepoint_known(sec)) {
@@ -158,11 +171,13 @@ static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
         b->skel->bss->reserve_epoch++;
         /* Where the tasks already there stand now: their time from here is exact even if rtd never sees
          * them arrive (bpf/sched-metrics-baseline.bpf.h). */
-        if (bpf_program__fd(b->skel->progs.baseline_tasks) >= 0) {
+        struct bpf_program *it = bpf_program__fd(b->skel->progs.baseline_all) >= 0 ? b->skel->progs.baseline_all :
+                                 b->skel->progs.baseline_tasks;
+        if (bpf_program__fd(it) >= 0) {
                 int r;
 
                 b->skel->bss->baseline_noted = b->skel->bss->baseline_full = 0;
-                r = bpf_maps_run_iter(b->skel->progs.baseline_tasks);
+                r = bpf_maps_run_iter(it);
                 if (r < 0)
                         log_warning_errno(r, "Cannot note the tasks already on the reserved CPUs, runs of them "
                                           "no event shows before rtd first sees them are not counted: %m");
