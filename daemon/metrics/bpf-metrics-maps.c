@@ -2,6 +2,7 @@
 /* The BPF collector's hash maps copied into a Sample: per-IRQ counts, the intruder table, IPI senders.
  * Map fds only, no skeleton (bpf-metrics.c owns it). */
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdio.h>
@@ -118,5 +119,13 @@ int bpf_maps_run_iter(struct bpf_program *p) {
                 close(fd);
         }
         bpf_link__destroy(l);
+        return r;
+}
+
+bool bpf_kernel_has_func(const char *name) {
+        struct btf *vmlinux = btf__load_vmlinux_btf();
+        bool r = vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) >= 0;
+
+        btf__free(vmlinux);
         return r;
 }

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The BPF collector's hash maps copied into a Sample (bpf-metrics-maps.c). Each returns 0 or -errno. */
+/* The BPF collector's hash maps copied into a Sample, and the task iterator run (bpf-metrics-maps.c). Each
+ * returns 0 or -errno. */
 #pragma once
+
+#include <stdbool.h>
 
 #include "collector.h"
 
@@ -13,3 +16,5 @@ int bpf_maps_read_ipis(int fd, Sample *s);
 /* Run a task iterator program once over every task, for what it writes into maps. */
 struct bpf_program;
 int bpf_maps_run_iter(struct bpf_program *p);
+/* Whether the kernel's BTF has this function (a kfunc the running kernel offers). */
+bool bpf_kernel_has_func(const char *name);

@@ -3,7 +3,6 @@
  * programs (tp_btf, or the raw_tp twins), holds the BPF run-time statistics fd, and copies the maps into
  * a Sample when metrics.c's timer asks. */
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -103,15 +102,6 @@ static void note_fallback(BpfCollector *b, const char *what, const char *instead
         b->fallbacks = n;
 }
 
-/* A function in the kernel's BTF (a kfunc this kernel has). */
-static bool kernel_has_func(const char *name) {
-        struct btf *vmlinux = btf__load_vmlinux_btf();
-        bool r = vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) >= 0;
-
-        btf__free(vmlinux);
-        return r;
-}
-
 static void choose_programs(BpfCollector *b) {
         struct bpf_program *p;
         /* /proc/PID/schedstat exists iff CONFIG_SCHED_INFO: then sched_switch reads the kernel's own
@@ -130,9 +120,15 @@ static void choose_programs(BpfCollector *b) {
                 /* The baseline of tasks on a CPU as it is reserved: a task iterator (kernel >= 5.8, BTF),
                  * over every thread where the kernel has the open-coded one (6.7), else over rtd's PID
                  * namespace's. */
-                if (p == b->skel->progs.baseline_tasks || p == b->skel->progs.baseline_all)
+                if (p == b->skel->progs.baseline_tasks || p == b->skel->progs.baseline_all) {
+                        bool all = bpf_kernel_has_func("bpf_iter_task_new");
+
                         load = b->btf && libbpf_find_vmlinux_btf_id("task", BPF_TRACE_ITER) >= 0 &&
-                               (p == b->skel->progs.baseline_all) == kernel_has_func("bpf_iter_task_new");
+                               (p == b->skel->progs.baseline_all) == all;
+                        if (b->btf && !all)
+                                note_fallback(b, "bpf_iter_task_new", "the baseline of tasks already on a "
+                                              "reserved CPU covers rtd's PID namespace only (kernel < 6.7)");
+                }
 
                 for (size_t i = 0; load && i < ELEMENTSOF(optional_tps); i++)
                         if (strstr(sec, optional_tps[i].tp) && !tracepoint_known(sec)) {
