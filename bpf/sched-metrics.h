@@ -59,7 +59,7 @@ struct rtd_task {
         __u64 last_nivcsw;
 };
 
-#define RTD_BLIND_SLOTS 16
+#define RTD_BLIND_SLOTS 32
 #define RTD_ARRIVAL_SLOTS 16
 #define RTD_ARRIVAL_BUSY 0xffffffffu    /* arr_pid of a slot being written */
 
@@ -89,7 +89,9 @@ struct rtd_cpu {
         __u64 cur_migrations;           /* intruders: se.nr_migrations at switch-in */
         __u32 table_used;               /* intruder table entries of this CPU */
         __u32 primed;                   /* a switch was seen: cur_pid is known */
-        __u64 vec_start_ns;
+        __u64 vec_start_ns;             /* the vector being handled began (0: none) */
+        __u64 vec_start_vec;            /* ... and which one it is */
+        __u64 vec_unpaired[RTD_NR_VECTORS];     /* handlers whose exit never reached us: time left out */
         __u64 cur_pcount;               /* its sched_info.pcount and run_delay at switch-in */
         __u64 cur_run_delay;
         __u64 cur_job_id;               /* job of the current task, 0 if none */

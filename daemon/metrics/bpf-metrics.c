@@ -452,6 +452,7 @@ static int read_cpus(BpfCollector *b, Sample *s) {
                 if (b->vectors_traced) {
                         memcpy(o->vec_count, v.vec_count, sizeof o->vec_count);
                         memcpy(o->vec_ns, v.vec_ns, sizeof o->vec_ns);
+                        memcpy(o->vec_unpaired, v.vec_unpaired, sizeof o->vec_unpaired);
                 }
         }
         return 0;

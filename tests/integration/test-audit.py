@@ -136,6 +136,11 @@ class Audit:
               f"{self.lost}, rtd missed events {self.b['missed_events'] - self.a['missed_events']} "
               f"(unrecovered {self.b['missed_unrecovered'] - self.a['missed_unrecovered']}), rtd's sampling program run on "
               f"the CPU {self.b.get('sampled_on_cpu', 0) - self.a.get('sampled_on_cpu', 0)} times")
+        unpaired = {r: v["unpaired"] - self.a["vectors"][r]["unpaired"] for r, v in self.b["vectors"].items()
+                    if "unpaired" in v and v["unpaired"] != self.a["vectors"][r]["unpaired"]}
+        if unpaired:
+            print("    vector handlers whose exit (or entry) rtd's programs missed, their time left out: " +
+                  ", ".join(f"{r} {n}" for r, n in sorted(unpaired.items())))
         if self.f.vectors_straddle:
             print("    vectors begun before the window and ended in it (their time is the window's, as in rtd): " +
                   ", ".join(f"{r} {s * 1e6:.1f} us" for r, s in sorted(self.f.vectors_straddle.items())))
@@ -223,10 +228,13 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
         au.count(f"vector {row} (traced by rtd)", tc, kn[0], kc - tc)
         if kn[0] or kn[1]:
             # Handler time: both clocks stamp the same tracepoints, each after its own probe's cost. The
-            # events rtd shows it did not see have no time in its figure: their mean time in the trace.
+            # events rtd shows it did not see have no time in its figure: their mean time in the trace
+            # (an entry it missed, and a handler whose exit it missed: `unpaired`).
+            unpaired = b["vectors"][row]["unpaired"] - a["vectors"][row]["unpaired"]
+            mean = kn[1] / kn[0] if kn[0] else 0.0
             au.seconds(f"vector {row} seconds", b["vectors"][row]["seconds"] - a["vectors"][row]["seconds"], kn[1],
                        slack=f.vectors_edge.get(row, 0.0),
-                       floor=kn[0] * 2e-6 + (max(0, kc - tc) * kn[1] / kn[0] if kn[0] else 0.0))
+                       floor=kn[0] * 2e-6 + (max(0, kc - tc) + unpaired) * mean)
     # /proc/interrupts brackets the window (read before A and after B): never below the trace's count.
     ints0, soft0, ints1, soft1 = procs
     # TLB: remote flush requests handled (several may share one CAL). No event marks each one (tlb_flush
