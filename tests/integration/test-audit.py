@@ -264,8 +264,16 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
     other_runs = b["intruders_other"]["runs"] - a["intruders_other"]["runs"]
     for pid, (lo, hi) in sorted(gaps.items()):
         k = f.by_pid.get(pid, [0, 0.0, "?"])
-        au.between(f"{after.get(pid, ['', '', k[2]])[2]}/{pid} seconds (unseen switch-outs)", after.get(pid, [0, 0.0])[1],
-                   k[1] + lo, k[1] + hi, slack=f.ambiguous_by_pid.get(pid, 0.0))
+        name = f"{after.get(pid, ['', '', k[2]])[2]}/{pid} seconds (unseen switch-outs)"
+        if pid in f.unwatched:
+            # Not a thread of PID 1 (the VM agent's short-lived shells): no schedstat read around the window
+            # (most are born and gone inside it, and a dead task's clock is gone), and the trace's gaps do not
+            # bound what a chain of unreported switches hides (docs/metrics.md). The kernel's figure is then
+            # known from below only; rtd's total is still held to the window's bounds.
+            au.within(name, round(after.get(pid, [0, 0.0])[1], 6), round(0.98 * k[1] - f.ambiguous_by_pid.get(pid, 0.0), 6),
+                      float("inf"), "no upper bound: the trace's blind spot")
+            continue
+        au.between(name, after.get(pid, [0, 0.0])[1], k[1] + lo, k[1] + hi, slack=f.ambiguous_by_pid.get(pid, 0.0))
     au.unseen = (len(f.unseen), gaps)
     unnamed = [p for p, (runs, _, _) in f.by_pid.items() if runs and after.get(p, [0])[0] == 0]
     named_runs = sum(after.get(p, [0])[0] for p in f.by_pid)
