@@ -108,6 +108,18 @@ struct {
         __type(value, struct rtd_irq_name);
 } irq_names SEC(".maps");
 
+/* Tasks already on a reserved CPU when its reservation began, until they run there or move
+ * (sched-metrics-baseline.bpf.h). */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __uint(max_entries, 1024);
+        __type(key, struct rtd_intruder_key);
+        __type(value, struct rtd_baseline);
+} baseline SEC(".maps");
+__u32 baseline_noted;                   /* by the last reservation change */
+__u32 baseline_full;                    /* ... and how many found the map full */
+
 /* Runnable tasks waiting on reserved CPUs (starvation guard). LRU: a flood of waiters evicts the oldest
  * entries rather than failing, and a few stale ones cannot fill it. */
 struct {
@@ -597,6 +609,11 @@ static __always_inline void cur_check(bool btf, struct rtd_cpu *c, __u32 cpu) {
 
                         if (nt && nt->kind == RTD_TASK_JOB)
                                 c->cur_job_id = nt->job_id;
+                        /* Switched in before the CPU was reserved and running yet (a task rtd cannot
+                         * move): an intruder from here, its time since the reservation began from its
+                         * baseline (intruder_begin()). */
+                        else if (!exempt(nt) && cpu_reserved(cpu))
+                                intruder_begin(btf, c, cpu, t, pid, nt, TREAD(btf, t, se.sum_exec_runtime));
                 }
                 return;
         }
@@ -831,6 +848,7 @@ int BPF_PROG(raw_softirq_exit, unsigned int vec) {
 }
 
 #include "sched-metrics-vectors.bpf.h"
+#include "sched-metrics-baseline.bpf.h"
 
 /*
  * rtd's sample of a reserved CPU, run there on demand just before rtd reads the maps (bpf-metrics.c runs it
@@ -853,6 +871,7 @@ int sample_cpu(void *ctx) {
             BPF_CORE_READ(x, start_time) == c->cur_start_time &&
             BPF_CORE_READ(x, se.nr_migrations) == c->cur_migrations)
                 intruder_fold(c, cpu, c->cur_pid, BPF_CORE_READ(x, se.sum_exec_runtime));
+        baseline_sweep(cpu);
         blind_sweep(c, cpu);
         return 0;
 }

@@ -59,7 +59,7 @@ struct rtd_task {
         __u64 last_nivcsw;
 };
 
-#define RTD_BLIND_SLOTS 16
+#define RTD_BLIND_SLOTS 32
 #define RTD_ARRIVAL_SLOTS 16
 #define RTD_ARRIVAL_BUSY 0xffffffffu    /* arr_pid of a slot being written */
 
@@ -89,7 +89,9 @@ struct rtd_cpu {
         __u64 cur_migrations;           /* intruders: se.nr_migrations at switch-in */
         __u32 table_used;               /* intruder table entries of this CPU */
         __u32 primed;                   /* a switch was seen: cur_pid is known */
-        __u64 vec_start_ns;
+        __u64 vec_start_ns;             /* the vector being handled began (0: none) */
+        __u64 vec_start_vec;            /* ... and which one it is */
+        __u64 vec_unpaired[RTD_NR_VECTORS];     /* handlers whose exit never reached us: time left out */
         __u64 cur_pcount;               /* its sched_info.pcount and run_delay at switch-in */
         __u64 cur_run_delay;
         __u64 cur_job_id;               /* job of the current task, 0 if none */
@@ -161,6 +163,15 @@ struct rtd_intruder {
         __u64 end_runtime;              /* its se.sum_exec_runtime where its time here was last added */
         __u64 end_migrations;           /* ... and its se.nr_migrations then */
         __u64 end_epoch;                /* ... and the reservation then (reserve_epoch) */
+};
+
+/* A task already on a reserved CPU when the reservation began (keyed like an intruder, whose entry holds
+ * where its time there begins): kept until it runs there or moves (sched-metrics-baseline.bpf.h). */
+struct rtd_baseline {
+        __u64 task;                     /* its task_struct, read fault-safe and checked by pid and start time */
+        __u64 migrations;               /* its se.nr_migrations then */
+        __u32 epoch;                    /* the reservation (reserve_epoch) */
+        __u32 pad;
 };
 
 /* IPIs sent to reserved CPUs, by call site (ipi_send_cpu/ipi_send_cpumask, kernel >= 6.3). */

@@ -2,10 +2,13 @@
 /* The BPF collector's hash maps copied into a Sample: per-IRQ counts, the intruder table, IPI senders.
  * Map fds only, no skeleton (bpf-metrics.c owns it). */
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bpf-metrics-maps.h"
 #include "sched-metrics.h"
@@ -54,7 +57,8 @@ int bpf_maps_read_intruders(int fd, Sample *s) {
                 IntruderCounters *n;
 
                 prev = &key;
-                if (bpf_map_lookup_elem(fd, &key, &v) < 0)
+                /* An entry made for a task already there when the reservation began, not run since. */
+                if (bpf_map_lookup_elem(fd, &key, &v) < 0 || (v.count == 0 && v.ns == 0))
                         continue;
                 n = reallocarray(s->intruders, s->n_intruders + 1, sizeof *n);
                 if (!n)
@@ -93,4 +97,35 @@ int bpf_maps_read_ipis(int fd, Sample *s) {
                 s->n_ipis++;
         }
         return 0;
+}
+
+int bpf_maps_run_iter(struct bpf_program *p) {
+        struct bpf_link *l = bpf_program__attach_iter(p, NULL);
+        char buf[64];
+        ssize_t n;
+        int fd, r = 0;
+
+        if (!l)
+                return -errno;
+        fd = bpf_iter_create(bpf_link__fd(l));
+        if (fd < 0)
+                r = -errno;
+        else {
+                /* The program prints nothing: reading to the end runs it over every task. */
+                while ((n = read(fd, buf, sizeof buf)) > 0)
+                        ;
+                if (n < 0)
+                        r = -errno;
+                close(fd);
+        }
+        bpf_link__destroy(l);
+        return r;
+}
+
+bool bpf_kernel_has_func(const char *name) {
+        struct btf *vmlinux = btf__load_vmlinux_btf();
+        bool r = vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) >= 0;
+
+        btf__free(vmlinux);
+        return r;
 }

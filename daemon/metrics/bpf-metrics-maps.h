@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The BPF collector's hash maps copied into a Sample (bpf-metrics-maps.c). Each returns 0 or -errno. */
+/* The BPF collector's hash maps copied into a Sample, and the task iterator run (bpf-metrics-maps.c). Each
+ * returns 0 or -errno. */
 #pragma once
+
+#include <stdbool.h>
 
 #include "collector.h"
 
@@ -10,3 +13,8 @@ int bpf_maps_read_irqs(int fd, int names_fd, unsigned n_possible, Sample *s);
 int bpf_maps_read_intruders(int fd, Sample *s);
 /* The IPIs sent to reserved CPUs, by call site (named later: kallsyms). */
 int bpf_maps_read_ipis(int fd, Sample *s);
+/* Run a task iterator program once over every task, for what it writes into maps. */
+struct bpf_program;
+int bpf_maps_run_iter(struct bpf_program *p);
+/* Whether the kernel's BTF has this function (a kfunc the running kernel offers). */
+bool bpf_kernel_has_func(const char *name);

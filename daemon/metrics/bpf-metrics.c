@@ -131,6 +131,19 @@ static void choose_programs(BpfCollector *b, const struct btf *vmlinux) {
                 /* The wakeup programs feed the starvation guard as well as run-queue latency: always loaded. */
                 bool load = is_btf == b->btf || p == b->skel->progs.sample_cpu;
 
+                /* The baseline of tasks on a CPU as it is reserved: a task iterator (kernel >= 5.8, BTF),
+                 * over every thread where the kernel has the open-coded one (6.7), else over rtd's PID
+                 * namespace's. */
+                if (p == b->skel->progs.baseline_tasks || p == b->skel->progs.baseline_all) {
+                        bool all = bpf_kernel_has_func("bpf_iter_task_new");
+
+                        load = b->btf && libbpf_find_vmlinux_btf_id("task", BPF_TRACE_ITER) >= 0 &&
+                               (p == b->skel->progs.baseline_all) == all;
+                        if (b->btf && !all)
+                                note_fallback(b, "bpf_iter_task_new", "the baseline of tasks already on a "
+                                              "reserved CPU covers rtd's PID namespace only (kernel < 6.7)");
+                }
+
                 for (size_t i = 0; load && i < ELEMENTSOF(optional_tps); i++)
                         if (strstr(sec, optional_tps[i].tp) && !tracepoint_known(vmlinux, sec)) {
                                 load = false;
@@ -166,6 +179,22 @@ static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
                 b->skel->bss->reserved_cpus[i] = cpuset_isset(reserved, i);
         /* Time a task ran on a CPU while it was not reserved is no intrusion (intruder_begin()). */
         b->skel->bss->reserve_epoch++;
+        /* Where the tasks already there stand now: their time from here is exact even if rtd never sees
+         * them arrive (bpf/sched-metrics-baseline.bpf.h). */
+        struct bpf_program *it = bpf_program__fd(b->skel->progs.baseline_all) >= 0 ? b->skel->progs.baseline_all :
+                                 b->skel->progs.baseline_tasks;
+        if (bpf_program__fd(it) >= 0) {
+                int r;
+
+                b->skel->bss->baseline_noted = b->skel->bss->baseline_full = 0;
+                r = bpf_maps_run_iter(it);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot note the tasks already on the reserved CPUs, runs of them "
+                                          "no event shows before rtd first sees them are not counted: %m");
+                else
+                        log_debug("Noted %u tasks already on the reserved CPUs (%u found the table full)",
+                                  b->skel->bss->baseline_noted, b->skel->bss->baseline_full);
+        }
 }
 
 /* The sched_wakeup programs' links, tp_btf or raw_tp as loaded. */
@@ -437,6 +466,7 @@ static int read_cpus(BpfCollector *b, Sample *s) {
                 if (b->vectors_traced) {
                         memcpy(o->vec_count, v.vec_count, sizeof o->vec_count);
                         memcpy(o->vec_ns, v.vec_ns, sizeof o->vec_ns);
+                        memcpy(o->vec_unpaired, v.vec_unpaired, sizeof o->vec_unpaired);
                 }
         }
         return 0;

@@ -44,6 +44,7 @@ typedef struct CpuCounters {
         uint64_t vec_count[METRICS_NR_VECTORS];
         uint64_t vec_ns[METRICS_NR_VECTORS];    /* 0 when counted from /proc/interrupts */
         uint64_t vec_kernel[METRICS_NR_VECTORS];        /* the same rows of /proc/interrupts (BPF: since attach) */
+        uint64_t vec_unpaired[METRICS_NR_VECTORS];      /* handlers whose exit the programs missed (no time) */
         uint64_t tlb_shootdowns;        /* /proc/interrupts' TLB row */
         /* The kernel's own counts (BPF: since attach): the numbered rows of /proc/interrupts summed, and
          * /proc/softirqs. Exact; the programs' counts above can fall short of them (docs/metrics.md). */

@@ -450,8 +450,9 @@ static json_t *vectors_json(const CpuCounters *c, const CpuCounters *p, double s
         json_t *o = json_object();
 
         for (unsigned v = 0; o && v < METRICS_NR_VECTORS; v++) {
-                json_t *e = json_pack("{s:I, s:I, s:f}", "count", (json_int_t) c->vec_count[v],
-                                      "kernel_count", (json_int_t) c->vec_kernel[v], "seconds", c->vec_ns[v] / 1e9);
+                json_t *e = json_pack("{s:I, s:I, s:f, s:I}", "count", (json_int_t) c->vec_count[v],
+                                      "kernel_count", (json_int_t) c->vec_kernel[v], "seconds", c->vec_ns[v] / 1e9,
+                                      "unpaired", (json_int_t) c->vec_unpaired[v]);
                 if (e && p && secs > 0)
                         (void) json_object_set_new(e, "per_second", json_real(delta(c->vec_kernel[v], p->vec_kernel[v]) / secs));
                 (void) json_object_set_new(o, vector_names[v], e);

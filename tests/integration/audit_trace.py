@@ -149,8 +149,9 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
     on_cpu = None                       # the task this CPU's last event was stamped with
     idle_seen = None                    # last event stamped while the idle task was current
     running_at = {}                     # pid -> whether it was running across t0 / t1
-    vec_start = edge_vec = None
-    f.vectors_edge = {}                 # row -> seconds of vectors handled in rtd's reading spans
+    vec_open = None                     # (row, entry stamp) of the vector being handled
+    f.vectors_edge = {}                 # row -> seconds of vectors that ended in rtd's reading spans
+    f.vectors_straddle = {}             # row -> seconds of those that began before t0 and ended inside
     f.spans = (t0 - a0, b1 - t1)
     f.reconstructed = 0
     f.unseen = []                       # (pid, after, before): a switch away from pid the trace never shows
@@ -296,14 +297,22 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             if ts <= t0:
                 running_at = {nxt: True}
             continue
+        # A vector's time is where its exit is, as in rtd (its count is at the entry, its time added at the
+        # exit): a handler that began before t0 (in rtd's reading span, where rtd's own sampling IPI wakes an
+        # idle CPU) and ended inside is the window's time; one that ended in a reading span may be on either
+        # side (slack), its count likewise.
+        if name.endswith("_entry") and name[:-6] in VECTOR_ROW:
+            vec_open = (VECTOR_ROW[name[:-6]], ts)
+        elif name.endswith("_exit") and name[:-5] in VECTOR_ROW and vec_open:
+            row, d = vec_open[0], ts - vec_open[1]
+            vec_open = None
+            if inside:
+                f.vectors.setdefault(row, [0, 0.0])[1] += d
+                if not t0 < ts - d:
+                    f.vectors_straddle[row] = f.vectors_straddle.get(row, 0.0) + d
+            elif edge:
+                f.vectors_edge[row] = f.vectors_edge.get(row, 0.0) + d
         if not inside:
-            # A vector handled in rtd's reading spans may be in its figures or not (rtd's own sampling IPI
-            # is there): its time, like its count, may fall on either side.
-            if edge and name.endswith("_entry") and name[:-6] in VECTOR_ROW:
-                edge_vec = (VECTOR_ROW[name[:-6]], ts)
-            elif edge and name.endswith("_exit") and name[:-5] in VECTOR_ROW and edge_vec:
-                f.vectors_edge[edge_vec[0]] = f.vectors_edge.get(edge_vec[0], 0.0) + ts - edge_vec[1]
-                edge_vec = None
             continue
         on_job = pid in job_pids
         if name == "irq_handler_entry":
@@ -319,10 +328,6 @@ def analyse(events, a0, t0, t1, b1, exempt, job_pids=(), watch=()):
             f.vectors.setdefault(row, [0, 0.0])[0] += 1
             if row == "LOC":
                 f.job["LOC"] += on_job
-            vec_start = (row, ts)
-        elif name.endswith("_exit") and name[:-5] in VECTOR_ROW and vec_start:
-            f.vectors[vec_start[0]][1] += ts - vec_start[1]
-            vec_start = None
     return f
 
 

@@ -3,7 +3,8 @@
  * measured next to the kernel's own figures, as JSON, for test-metrics.py to judge:
  *   metrics-probe sleeper N       a tracked job that sleeps N times vs /proc/PID/status
  *   metrics-probe hog CPU MSEC    an untracked CFS hog pinned to a "reserved" CPU vs /proc/PID/schedstat
- *   metrics-probe irq MSEC        per-CPU hard IRQ counts vs /proc/interrupts deltas (does disk I/O) */
+ *   metrics-probe irq MSEC        per-CPU hard IRQ counts vs /proc/interrupts deltas (does disk I/O)
+ *   metrics-probe resident CPU MSEC  a SCHED_FIFO hog already running on CPU when it is marked reserved */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -153,6 +154,60 @@ static int cmd_hog(Metrics *x, int cpu, int msec) {
         return 0;
 }
 
+/* A hog that sits on cpu before it is reserved and is never moved (a task rtd cannot move): SCHED_FIFO, so
+ * no switch marks the reservation's start. Its time since then is in [end - at, end - before], schedstat
+ * read just before and just after the reservation; rtd's figure must lie there (its CPU time is stale by at
+ * most a tick where rtd notes it). */
+static int cmd_resident(Metrics *x, int cpu, int msec) {
+        struct sched_param sp = { .sched_priority = 1 };
+        CpuSet reserved = {};
+        cpu_set_t mask;
+        siginfo_t si;
+        pid_t pid;
+
+        CPU_ZERO(&mask);
+        CPU_SET(cpu == 0 ? 1 : 0, &mask);
+        if (sched_setaffinity(0, sizeof mask, &mask) < 0)
+                die("sched_setaffinity");
+        pid = fork();
+        if (pid < 0)
+                die("fork");
+        if (pid == 0) {
+                struct timespec ts;
+                CPU_ZERO(&mask);
+                CPU_SET(cpu, &mask);
+                if (sched_setaffinity(0, sizeof mask, &mask) < 0 || sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+                        _exit(2);
+                do
+                        (void) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+                while (ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < msec);
+                _exit(0);
+        }
+        usleep(300 * 1000);             /* running there by now */
+        uint64_t before = schedstat_run_ns(pid);
+        cpuset_set(&reserved, cpu);
+        metrics_set_reserved(x, &reserved);
+        uint64_t at = schedstat_run_ns(pid);
+        if (waitid(P_PID, pid, &si, WEXITED | WNOWAIT) < 0)
+                die("waitid");
+        uint64_t end = schedstat_run_ns(pid);
+        metrics_refresh(x);
+        json_t *after = metrics_render_json(x), *e, *found = NULL;
+        size_t i;
+        (void) waitpid(pid, NULL, 0);
+
+        json_array_foreach(json_object_get(cpu_of(after, cpu), "intruders"), i, e)
+                if (json_integer_value(json_object_get(e, "pid")) == pid)
+                        found = e;
+        printf("{\"pid\": %d, \"exit\": %d, \"run_before_reserve_ns\": %" PRIu64 ", \"run_at_reserve_ns\": %" PRIu64
+               ", \"run_end_ns\": %" PRIu64 ", \"hz\": %" JSON_INTEGER_FORMAT ", ", pid, si.si_status, before, at, end,
+               json_integer_value(json_object_get(after, "hz")));
+        print_json("intruder", found);
+        printf("}\n");
+        json_decref(after);
+        return 0;
+}
+
 static int read_proc_interrupts(uint64_t *per_cpu, unsigned n) {
         _cleanup_free_ char *s = NULL;
         char *save = NULL;
@@ -232,7 +287,7 @@ int main(int argc, char **argv) {
         int r;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: metrics-probe sleeper N | hog CPU MSEC | irq MSEC\n");
+                fprintf(stderr, "usage: metrics-probe sleeper N | hog CPU MSEC | resident CPU MSEC | irq MSEC\n");
                 return 2;
         }
         if (getenv("METRICS_PROBE_DEBUG"))
@@ -256,6 +311,8 @@ int main(int argc, char **argv) {
                 r = cmd_sleeper(x, atoi(argv[2]));
         else if (streq(argv[1], "hog") && argc == 4)
                 r = cmd_hog(x, atoi(argv[2]), atoi(argv[3]));
+        else if (streq(argv[1], "resident") && argc == 4)
+                r = cmd_resident(x, atoi(argv[2]), atoi(argv[3]));
         else if (streq(argv[1], "irq") && argc == 3)
                 r = cmd_irq(x, atoi(argv[2]));
         else {

@@ -43,8 +43,10 @@ def sample_around(rtd, t, tids):
         m = metrics(rtd)
         if m["sample_monotonic"]["start"] > t:
             before = [r for r in reads if all(a < m["sample_monotonic"]["start"] for _, _, a in r.values())]
-            assert before, "no read of PID 1's threads before rtd's sample"
-            return before[-1], m, run_times(tids)
+            if before:
+                return before[-1], m, run_times(tids)
+            # The sample began while the reads were under way: the next one, with a read before it.
+            t = m["sample_monotonic"]["start"]
         reads = reads[-1:] + [run_times(tids)]
         time.sleep(0.02)
     raise AssertionError("rtd took no sample in 5 s")
@@ -136,6 +138,14 @@ class Audit:
               f"{self.lost}, rtd missed events {self.b['missed_events'] - self.a['missed_events']} "
               f"(unrecovered {self.b['missed_unrecovered'] - self.a['missed_unrecovered']}), rtd's sampling program run on "
               f"the CPU {self.b.get('sampled_on_cpu', 0) - self.a.get('sampled_on_cpu', 0)} times")
+        unpaired = {r: v["unpaired"] - self.a["vectors"][r]["unpaired"] for r, v in self.b["vectors"].items()
+                    if "unpaired" in v and v["unpaired"] != self.a["vectors"][r]["unpaired"]}
+        if unpaired:
+            print("    vector handlers whose exit (or entry) rtd's programs missed, their time left out: " +
+                  ", ".join(f"{r} {n}" for r, n in sorted(unpaired.items())))
+        if self.f.vectors_straddle:
+            print("    vectors begun before the window and ended in it (their time is the window's, as in rtd): " +
+                  ", ".join(f"{r} {s * 1e6:.1f} us" for r, s in sorted(self.f.vectors_straddle.items())))
         n, gaps = getattr(self, "unseen", (0, {}))
         if n:
             print(f"    switches away from a task no tracepoint reported: {n}; the kernel's time the trace lacks, "
@@ -218,11 +228,15 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
         tc = b["vectors"][row]["count"] - a["vectors"][row]["count"]
         au.count(f"vector {row} (kernel's count in rtd)", kc, kn[0])
         au.count(f"vector {row} (traced by rtd)", tc, kn[0], kc - tc)
-        if kn[0]:
+        if kn[0] or kn[1]:
             # Handler time: both clocks stamp the same tracepoints, each after its own probe's cost. The
-            # events rtd shows it did not see have no time in its figure: their mean time in the trace.
+            # events rtd shows it did not see have no time in its figure: their mean time in the trace
+            # (an entry it missed, and a handler whose exit it missed: `unpaired`).
+            unpaired = b["vectors"][row]["unpaired"] - a["vectors"][row]["unpaired"]
+            mean = kn[1] / kn[0] if kn[0] else 0.0
             au.seconds(f"vector {row} seconds", b["vectors"][row]["seconds"] - a["vectors"][row]["seconds"], kn[1],
-                       slack=f.vectors_edge.get(row, 0.0), floor=kn[0] * 2e-6 + max(0, kc - tc) * kn[1] / kn[0])
+                       slack=f.vectors_edge.get(row, 0.0),
+                       floor=kn[0] * 2e-6 + (max(0, kc - tc) + unpaired) * mean)
     # /proc/interrupts brackets the window (read before A and after B): never below the trace's count.
     ints0, soft0, ints1, soft1 = procs
     # TLB: remote flush requests handled (several may share one CAL). No event marks each one (tlb_flush
@@ -250,8 +264,16 @@ def check(rtd, events, lost, scenario, A, B, ctx, procs, exempt):
     other_runs = b["intruders_other"]["runs"] - a["intruders_other"]["runs"]
     for pid, (lo, hi) in sorted(gaps.items()):
         k = f.by_pid.get(pid, [0, 0.0, "?"])
-        au.between(f"{after.get(pid, ['', '', k[2]])[2]}/{pid} seconds (unseen switch-outs)", after.get(pid, [0, 0.0])[1],
-                   k[1] + lo, k[1] + hi, slack=f.ambiguous_by_pid.get(pid, 0.0))
+        name = f"{after.get(pid, ['', '', k[2]])[2]}/{pid} seconds (unseen switch-outs)"
+        if pid in f.unwatched:
+            # Not a thread of PID 1 (the VM agent's short-lived shells): no schedstat read around the window
+            # (most are born and gone inside it, and a dead task's clock is gone), and the trace's gaps do not
+            # bound what a chain of unreported switches hides (docs/metrics.md). The kernel's figure is then
+            # known from below only; rtd's total is still held to the window's bounds.
+            au.within(name, round(after.get(pid, [0, 0.0])[1], 6), round(0.98 * k[1] - f.ambiguous_by_pid.get(pid, 0.0), 6),
+                      float("inf"), "no upper bound: the trace's blind spot")
+            continue
+        au.between(name, after.get(pid, [0, 0.0])[1], k[1] + lo, k[1] + hi, slack=f.ambiguous_by_pid.get(pid, 0.0))
     au.unseen = (len(f.unseen), gaps)
     unnamed = [p for p, (runs, _, _) in f.by_pid.items() if runs and after.get(p, [0])[0] == 0]
     named_runs = sum(after.get(p, [0])[0] for p in f.by_pid)

@@ -132,6 +132,29 @@ def hog_is_an_intruder():
 
 
 @test
+def task_on_the_cpu_before_its_reservation_is_counted_from_it():
+    # Issue 18: a thread that sat on the CPU before it was reserved and is never moved (rtd cannot move
+    # PID 1's threads from its PID namespace) has no arrival for rtd to start its time from. A SCHED_FIFO hog
+    # already running there shows no switch at the reservation's start at all: rtd's baseline of the tasks
+    # on the CPU (a task iterator at the reservation) is where its time begins.
+    need_bpf()
+    cpu = os.cpu_count() - 1
+    with knob_lock():
+        r, _ = probe("resident", cpu, 1000)
+    assert r["exit"] == 0, r
+    assert r["intruder"], f"hog {r['pid']} not in rtd's intruder table: {r}"
+    got = r["intruder"]["seconds"]
+    # The kernel's figure since the reservation: schedstat read just before and just after it was made.
+    lo = (r["run_end_ns"] - r["run_at_reserve_ns"]) / 1e9
+    hi = (r["run_end_ns"] - r["run_before_reserve_ns"]) / 1e9
+    # rtd reads the running hog's CPU time at the reservation, which the kernel updates at each tick: at most
+    # one tick below its schedstat then, never above.
+    assert lo - 1e-6 <= got <= hi + 1 / r["hz"], (got, lo, hi, r)
+    print(f"  hog on CPU {cpu} before its reservation: kernel {lo:.6f}..{hi:.6f} s since, rtd {got:.6f} s "
+          f"({r['intruder']['runs']} runs)")
+
+
+@test
 def irq_counts_match_proc_interrupts():
     need_bpf()
     r, _ = probe("irq", 2000)
