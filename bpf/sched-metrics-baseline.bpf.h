@@ -72,8 +72,13 @@ static __always_inline void baseline_note(struct task_struct *t) {
  * reader's namespace), so all of them where rtd runs in the initial one. */
 SEC("iter/task")
 int baseline_tasks(struct bpf_iter__task *ctx) {
-        if (ctx->task)
-                baseline_note(ctx->task);
+        /* One load: checked and used as the same register (clang read ctx->task twice, and the verifier
+         * rejected the second read as maybe NULL: the whole object then failed to load on kernels < 6.7). */
+        struct task_struct *t = ctx->task;
+
+        barrier_var(t);
+        if (t)
+                baseline_note(t);
         return 0;
 }
 

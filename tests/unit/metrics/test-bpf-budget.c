@@ -4,7 +4,9 @@
  * back to the procfs collector: no per-intruder time, no IRQ vectors. sched_switch once processed 878,665
  * (0.75 s of every start) because of inlined loops over per-CPU note slots. Each program here must stay
  * under half the limit on the running kernel, so a change that drifts towards it fails here, not in a user's
- * journal. Needs root and BPF (skipped, exit 77, where it cannot load programs at all).
+ * journal; and each must pass the verifier alone (a program rtd loads only on older kernels, the task
+ * iterator of kernels < 6.7, was rejected there and took the whole object with it). Needs root and BPF
+ * (skipped, exit 77, where it cannot load programs at all).
  */
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -74,15 +76,19 @@ int main(void) {
                 for (int stamp = 0; stamp <= (is_switch ? 1 : 0); stamp++) {
                         long n = processed_insns(name, stamp);
 
-                        if (n == -ENOENT || n == -ESRCH || n == -EINVAL) {
-                                /* This kernel lacks the tracepoint, or this attach kind: rtd does not load it. */
-                                printf("%-28s not loadable here (%s)\n", name, strerror((int) -n));
+                        if (n == -E2BIG || n == -EACCES) {
+                                /* The verifier gave up ("BPF program is too large") or rejected it: rtd
+                                 * would then lose the whole object and fall back to procfs. */
+                                printf("%-28s %s  FAIL\n", name, n == -E2BIG ? "over the verifier's limit" :
+                                                                                "rejected by the verifier");
+                                failed++;
                                 continue;
                         }
                         if (n < 0) {
-                                printf("SKIP: %s: cannot load (%s)\n", name, strerror((int) -n));
-                                sched_metrics__destroy(skel);
-                                return 77;
+                                /* A tracepoint or kfunc this kernel lacks, or a variant rtd loads only with
+                                 * another (the two task iterators): rtd does not load it here either. */
+                                printf("%-28s not loadable alone here (%s)\n", name, strerror((int) -n));
+                                continue;
                         }
                         checked++;
                         printf("%-28s%s %7ld processed instructions (budget %ld)%s\n", name,
@@ -91,6 +97,6 @@ int main(void) {
                 }
         }
         sched_metrics__destroy(skel);
-        printf("%d programs checked, %d over budget\n", checked, failed);
+        printf("%d programs checked, %d failed\n", checked, failed);
         return failed ? 1 : checked ? 0 : 77;
 }
