@@ -122,10 +122,6 @@ int bpf_maps_run_iter(struct bpf_program *p) {
         return r;
 }
 
-bool bpf_kernel_has_func(const char *name) {
-        struct btf *vmlinux = btf__load_vmlinux_btf();
-        bool r = vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) >= 0;
-
-        btf__free(vmlinux);
-        return r;
+bool bpf_kernel_has_func(const struct btf *vmlinux, const char *name) {
+        return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) >= 0;
 }

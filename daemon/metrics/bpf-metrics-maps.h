@@ -16,5 +16,6 @@ int bpf_maps_read_ipis(int fd, Sample *s);
 /* Run a task iterator program once over every task, for what it writes into maps. */
 struct bpf_program;
 int bpf_maps_run_iter(struct bpf_program *p);
-/* Whether the kernel's BTF has this function (a kfunc the running kernel offers). */
-bool bpf_kernel_has_func(const char *name);
+/* Whether the kernel's BTF (parsed once by the caller) has this function (a kfunc the kernel offers). */
+struct btf;
+bool bpf_kernel_has_func(const struct btf *vmlinux, const char *name);

@@ -135,9 +135,10 @@ static void choose_programs(BpfCollector *b, const struct btf *vmlinux) {
                  * over every thread where the kernel has the open-coded one (6.7), else over rtd's PID
                  * namespace's. */
                 if (p == b->skel->progs.baseline_tasks || p == b->skel->progs.baseline_all) {
-                        bool all = bpf_kernel_has_func("bpf_iter_task_new");
+                        bool all = bpf_kernel_has_func(vmlinux, "bpf_iter_task_new");
 
-                        load = b->btf && libbpf_find_vmlinux_btf_id("task", BPF_TRACE_ITER) >= 0 &&
+                        /* The task iterator's target, as libbpf finds it for SEC("iter/task"). */
+                        load = b->btf && bpf_kernel_has_func(vmlinux, "bpf_iter_task") &&
                                (p == b->skel->progs.baseline_all) == all;
                         if (b->btf && !all)
                                 note_fallback(b, "bpf_iter_task_new", "the baseline of tasks already on a "
