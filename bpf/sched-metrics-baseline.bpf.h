@@ -84,9 +84,12 @@ int baseline_tasks(struct bpf_iter__task *ctx) {
 
 /* Where the kernel has the open-coded task iterator (6.7), every thread of the machine at the first visit,
  * whatever rtd's PID namespace: PID 1's threads, which rtd cannot move from its own, are what matters. */
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task__nullable, unsigned int flags) __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
+/* __weak: a kernel without them (< 6.7, Debian 12's 6.1) must still load the object, whose other programs do
+ * not call them (rtd then does not load baseline_all); a strong extern failed the whole load there. */
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task__nullable,
+                             unsigned int flags) __ksym __weak;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym __weak;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym __weak;
 
 SEC("iter/task")
 int baseline_all(struct bpf_iter__task *ctx) {
