@@ -82,28 +82,13 @@ int baseline_tasks(struct bpf_iter__task *ctx) {
         return 0;
 }
 
-/* Where the kernel has the open-coded task iterator (6.7), every thread of the machine at the first visit,
- * whatever rtd's PID namespace: PID 1's threads, which rtd cannot move from its own, are what matters. */
-/* __weak: a kernel without them (< 6.7, Debian 12's 6.1) must still load the object, whose other programs do
- * not call them (rtd then does not load baseline_all); a strong extern failed the whole load there. */
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task__nullable,
-                             unsigned int flags) __ksym __weak;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym __weak;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym __weak;
-
-SEC("iter/task")
-int baseline_all(struct bpf_iter__task *ctx) {
-        struct bpf_iter_task it;
-        struct task_struct *t;
-
-        if (!ctx->task || ctx->meta->seq_num != 0)
-                return 0;
-        bpf_iter_task_new(&it, NULL, BPF_TASK_ITER_ALL_THREADS);
-        while ((t = bpf_iter_task_next(&it)))
-                baseline_note(t);
-        bpf_iter_task_destroy(&it);
-        return 0;
-}
+/*
+ * Not here: a walk over every thread of the machine with the open-coded task iterator (kernel 6.7), which would
+ * also see PID 1's threads when rtd runs in a PID namespace of its own. Its kfuncs are externs libbpf must
+ * resolve for the whole object, and on a kernel without them libbpf 1.1 looks in the modules' BTF, which
+ * needs CAP_SYS_ADMIN: under rtd.service (CAP_BPF, CAP_PERFMON) on Debian 12's 6.1 the whole object failed
+ * to load. It needs an object of its own.
+ */
 
 /*
  * One baseline, at rtd's sample on its CPU (sample_cpu): a task that ran there since without moving and

@@ -132,18 +132,10 @@ static void choose_programs(BpfCollector *b, const struct btf *vmlinux) {
                 bool load = is_btf == b->btf || p == b->skel->progs.sample_cpu;
 
                 /* The baseline of tasks on a CPU as it is reserved: a task iterator (kernel >= 5.8, BTF),
-                 * over every thread where the kernel has the open-coded one (6.7), else over rtd's PID
-                 * namespace's. */
-                if (p == b->skel->progs.baseline_tasks || p == b->skel->progs.baseline_all) {
-                        bool all = bpf_kernel_has_func(vmlinux, "bpf_iter_task_new");
-
+                 * over rtd's PID namespace (the one the iterator walks). */
+                if (p == b->skel->progs.baseline_tasks)
                         /* The task iterator's target, as libbpf finds it for SEC("iter/task"). */
-                        load = b->btf && bpf_kernel_has_func(vmlinux, "bpf_iter_task") &&
-                               (p == b->skel->progs.baseline_all) == all;
-                        if (b->btf && !all)
-                                note_fallback(b, "bpf_iter_task_new", "the baseline of tasks already on a "
-                                              "reserved CPU covers rtd's PID namespace only (kernel < 6.7)");
-                }
+                        load = b->btf && bpf_kernel_has_func(vmlinux, "bpf_iter_task");
 
                 for (size_t i = 0; load && i < ELEMENTSOF(optional_tps); i++)
                         if (strstr(sec, optional_tps[i].tp) && !tracepoint_known(vmlinux, sec)) {
@@ -182,8 +174,7 @@ static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
         b->skel->bss->reserve_epoch++;
         /* Where the tasks already there stand now: their time from here is exact even if rtd never sees
          * them arrive (bpf/sched-metrics-baseline.bpf.h). */
-        struct bpf_program *it = bpf_program__fd(b->skel->progs.baseline_all) >= 0 ? b->skel->progs.baseline_all :
-                                 b->skel->progs.baseline_tasks;
+        struct bpf_program *it = b->skel->progs.baseline_tasks;
         if (bpf_program__fd(it) >= 0) {
                 int r;
 

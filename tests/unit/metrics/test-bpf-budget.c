@@ -8,7 +8,6 @@
  * iterator of kernels < 6.7, was rejected there and took the whole object with it). Needs root and BPF
  * (skipped, exit 77, where it cannot load programs at all).
  */
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdio.h>
@@ -70,19 +69,9 @@ int main(void) {
                 printf("SKIP: cannot open the BPF object\n");
                 return 77;
         }
-        struct btf *vmlinux = btf__load_vmlinux_btf();
-        /* rtd loads the every-thread iterator only where the kernel has its kfuncs (6.7). */
-        bool open_coded_iter = vmlinux && btf__find_by_name_kind(vmlinux, "bpf_iter_task_new", BTF_KIND_FUNC) >= 0;
-
-        btf__free(vmlinux);
         bpf_object__for_each_program(p, skel->obj) {
                 const char *name = bpf_program__name(p);
                 bool is_switch = strstr(name, "sched_switch") != NULL;
-
-                if (strcmp(name, "baseline_all") == 0 && !open_coded_iter) {
-                        printf("%-28s not loaded by rtd here (no bpf_iter_task_new: kernel < 6.7)\n", name);
-                        continue;
-                }
 
                 for (int stamp = 0; stamp <= (is_switch ? 1 : 0); stamp++) {
                         long n = processed_insns(name, stamp);
