@@ -131,6 +131,12 @@ vm_watchdog() {
                 vm_monitor "$name" "sendkey alt-sysrq-w"
                 vm_monitor "$name" "sendkey alt-sysrq-l"
                 sleep 20
+                # A key sent while the other was still being handled can be lost (seen once: no "Show Blocked
+                # State"): once more, alone.
+                if ! grep -q "sysrq: Show Blocked State" "$WORK/serial$name.log" 2>/dev/null; then
+                        vm_monitor "$name" "sendkey alt-sysrq-w"
+                        sleep 10
+                fi
                 vm_monitor "$name" nmi
                 # The panic (panic=-1, -no-reboot) ends QEMU once the dump is out.
                 for i in $(seq 60); do alive || return 0; sleep 1; done
@@ -146,7 +152,7 @@ vm_hang_report() {
         echo "FAIL: guest${name:+ $name} stayed responsive (hung: $(cat "$WORK/hung$name"); see $WORK/serial$name.log)"
         fail=$((fail + 1))
         # The dump's tasks that matter: blocked (D) and runnable (R), listed, then each with its stack, and the CPUs'.
-        tr -d '\r' <"$WORK/serial$name.log" | sed -n '/sysrq: Show Blocked State/,$p' | sed 's/^\[ *[0-9.]*\] //' \
+        tr -d '\r' <"$WORK/serial$name.log" | sed -n '/sysrq: Show/,$p' | sed 's/^\[ *[0-9.]*\] //' \
                 >"$WORK/dump$name.txt"
         echo "--- guest${name:+ $name}: what the kernel said before (soft lockups, RCU stalls, hung tasks: first 20) ---"
         tr -d '\r' <"$WORK/serial$name.log" | sed -n '/sysrq: Show Blocked State/q; p' |
