@@ -107,10 +107,32 @@ static json_t *cpu_of(json_t *metrics, int cpu) {
         return json_array_get(json_object_get(metrics, "cpus"), cpu);
 }
 
+/* A child pinned to cpu (SCHED_FIFO at *fifo if given) that spins until it has used msec of CPU time. */
+static pid_t spin_child(int cpu, int msec, const struct sched_param *fifo) {
+        pid_t pid = fork();
+
+        if (pid < 0)
+                die("fork");
+        if (pid == 0) {
+                struct timespec ts;
+                cpu_set_t mask;
+
+                CPU_ZERO(&mask);
+                CPU_SET(cpu, &mask);
+                if (sched_setaffinity(0, sizeof mask, &mask) < 0 ||
+                    (fifo && sched_setscheduler(0, SCHED_FIFO, fifo) < 0))
+                        _exit(2);
+                do
+                        (void) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+                while (ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < msec);
+                _exit(0);
+        }
+        return pid;
+}
+
 /* A CFS hog the probe pins onto cpu (marked reserved in metrics), burning msec of CPU time. */
 static int cmd_hog(Metrics *x, int cpu, int msec) {
         CpuSet reserved = {};
-        cpu_set_t mask;
         pid_t pid;
         siginfo_t si;
 
@@ -120,20 +142,7 @@ static int cmd_hog(Metrics *x, int cpu, int msec) {
         metrics_refresh(x);
         json_t *before = metrics_render_json(x);
 
-        pid = fork();
-        if (pid < 0)
-                die("fork");
-        if (pid == 0) {
-                struct timespec ts;
-                CPU_ZERO(&mask);
-                CPU_SET(cpu, &mask);
-                if (sched_setaffinity(0, sizeof mask, &mask) < 0)
-                        _exit(2);
-                do
-                        (void) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-                while (ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < msec);
-                _exit(0);
-        }
+        pid = spin_child(cpu, msec, NULL);
         /* Keep the zombie (WNOWAIT) so its schedstat can still be read. */
         if (waitid(P_PID, pid, &si, WEXITED | WNOWAIT) < 0)
                 die("waitid");
@@ -169,20 +178,7 @@ static int cmd_resident(Metrics *x, int cpu, int msec) {
         CPU_SET(cpu == 0 ? 1 : 0, &mask);
         if (sched_setaffinity(0, sizeof mask, &mask) < 0)
                 die("sched_setaffinity");
-        pid = fork();
-        if (pid < 0)
-                die("fork");
-        if (pid == 0) {
-                struct timespec ts;
-                CPU_ZERO(&mask);
-                CPU_SET(cpu, &mask);
-                if (sched_setaffinity(0, sizeof mask, &mask) < 0 || sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
-                        _exit(2);
-                do
-                        (void) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-                while (ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < msec);
-                _exit(0);
-        }
+        pid = spin_child(cpu, msec, &sp);
         usleep(300 * 1000);             /* running there by now */
         uint64_t before = schedstat_run_ns(pid);
         cpuset_set(&reserved, cpu);
