@@ -3,6 +3,7 @@
  * wait, when the kernel has it), /proc/interrupts, /proc/softirqs, and /proc/PID/{status,schedstat} of
  * the tasks rtd tracks for per-job figures. Everything is read through proc_fd (tests use fixtures). */
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,42 @@ static void read_schedstat(int proc_fd, Sample *s) {
         }
 }
 
+/* A row of /proc/interrupts or /proc/softirqs: "  LABEL:  n0  n1 ...  rest". Cuts the label off (without
+ * its blanks) and returns where the per-CPU counts start, or NULL for a line with no label. */
+static char *row_label(char *line, char **ret_label) {
+        char *colon = strchr(line, ':');
+
+        if (!colon)
+                return NULL;
+        *colon = 0;
+        line += strspn(line, " ");
+        *ret_label = line;
+        return colon + 1;
+}
+
+/* Reads up to n per-CPU counts from *p into counts[] and moves *p past them; returns how many it read. */
+static unsigned row_counts(char **p, uint64_t *counts, unsigned n) {
+        unsigned cpu;
+
+        for (cpu = 0; cpu < n; cpu++) {
+                char *end;
+                uint64_t v = strtoull(*p, &end, 10);
+                if (end == *p)
+                        break;
+                counts[cpu] = v;
+                *p = end;
+        }
+        return cpu;
+}
+
+/* A numbered row ("36:"), the ones irq_handler events stand for; not the header or LOC, RES, ... */
+static bool numbered_irq(const char *label, unsigned long *ret_irq) {
+        char *end;
+
+        *ret_irq = strtoul(label, &end, 10);
+        return end != label && *end == 0;
+}
+
 static int read_interrupts(int proc_fd, Sample *s) {
         _cleanup_free_ char *text = NULL;
         char *save = NULL;
@@ -82,16 +119,12 @@ static int read_interrupts(int proc_fd, Sample *s) {
         if (r < 0)
                 return r;
         for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-                char *p = l, *end;
+                char *label, *p = row_label(l, &label), *end;
                 unsigned long irq;
                 IrqCounters *n, *q;
 
-                while (*p == ' ')
-                        p++;
-                irq = strtoul(p, &end, 10);
-                if (end == p || *end != ':')
-                        continue;       /* header, or arch lines (LOC, RES, ...): not irq_handler events */
-                p = end + 1;
+                if (!p || !numbered_irq(label, &irq))
+                        continue;
                 n = reallocarray(s->irqs, s->n_irqs + 1, sizeof *n);
                 if (!n)
                         return -ENOMEM;
@@ -100,14 +133,9 @@ static int read_interrupts(int proc_fd, Sample *s) {
                 *q = (IrqCounters) { .irq = irq, .count = calloc(s->n_cpus, sizeof(uint64_t)) };
                 if (!q->count)
                         return -ENOMEM;
-                for (unsigned cpu = 0; cpu < s->n_cpus; cpu++) {
-                        uint64_t v = strtoull(p, &end, 10);
-                        if (end == p)
-                                break;
-                        q->count[cpu] = v;
-                        s->cpus[cpu].hardirq_count += v;
-                        p = end;
-                }
+                unsigned got = row_counts(&p, q->count, s->n_cpus);
+                for (unsigned cpu = 0; cpu < got; cpu++)
+                        s->cpus[cpu].hardirq_count += q->count[cpu];
                 /* The handler name is the last word ("virtio0-input.0"). */
                 end = p + strlen(p);
                 while (end > p && end[-1] == ' ')
@@ -122,37 +150,32 @@ static int read_interrupts(int proc_fd, Sample *s) {
 int procfs_read_vectors(int proc_fd, Sample *s) {
         static const char *const names[METRICS_NR_VECTORS] = METRICS_VECTOR_NAMES;
         _cleanup_free_ char *text = NULL;
+        _cleanup_free_ uint64_t *counts = calloc(s->n_cpus, sizeof *counts);
         char *save = NULL;
         int r;
 
+        if (!counts)
+                return -ENOMEM;
         r = read_full_file_at(proc_fd, "interrupts", &text, NULL);
         if (r < 0)
                 return r;
         for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-                char *p = l, *colon = strchr(l, ':'), *end;
+                char *label, *p = row_label(l, &label);
                 int v = -1;
 
-                if (!colon)
+                if (!p)
                         continue;
-                *colon = 0;
-                while (*p == ' ')
-                        p++;
                 for (unsigned k = 0; k < METRICS_NR_VECTORS; k++)
-                        if (streq(p, names[k]))
+                        if (streq(label, names[k]))
                                 v = (int) k;
-                if (v < 0 && !streq(p, "TLB"))
+                if (v < 0 && !streq(label, "TLB"))
                         continue;
-                p = colon + 1;
-                for (unsigned cpu = 0; cpu < s->n_cpus; cpu++) {
-                        uint64_t x = strtoull(p, &end, 10);
-                        if (end == p)
-                                break;
+                unsigned got = row_counts(&p, counts, s->n_cpus);
+                for (unsigned cpu = 0; cpu < got; cpu++)
                         if (v >= 0)
-                                s->cpus[cpu].vec_kernel[v] = x;
+                                s->cpus[cpu].vec_kernel[v] = counts[cpu];
                         else
-                                s->cpus[cpu].tlb_shootdowns = x;
-                        p = end;
-                }
+                                s->cpus[cpu].tlb_shootdowns = counts[cpu];
         }
         return 0;
 }
@@ -161,28 +184,24 @@ static void read_softirqs(int proc_fd, Sample *s, bool kernel);
 
 int procfs_read_kernel_irqs(int proc_fd, Sample *s) {
         _cleanup_free_ char *text = NULL;
+        _cleanup_free_ uint64_t *counts = calloc(s->n_cpus, sizeof *counts);
         char *save = NULL;
         int r;
 
+        if (!counts)
+                return -ENOMEM;
         r = read_full_file_at(proc_fd, "interrupts", &text, NULL);
         if (r < 0)
                 return r;
         for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-                char *p = l, *end;
+                char *label, *p = row_label(l, &label);
+                unsigned long irq;
 
-                while (*p == ' ')
-                        p++;
-                (void) strtoul(p, &end, 10);
-                if (end == p || *end != ':')
-                        continue;       /* header and the architecture rows */
-                p = end + 1;
-                for (unsigned cpu = 0; cpu < s->n_cpus; cpu++) {
-                        uint64_t x = strtoull(p, &end, 10);
-                        if (end == p)
-                                break;
-                        s->cpus[cpu].hardirq_kernel += x;
-                        p = end;
-                }
+                if (!p || !numbered_irq(label, &irq))
+                        continue;
+                unsigned got = row_counts(&p, counts, s->n_cpus);
+                for (unsigned cpu = 0; cpu < got; cpu++)
+                        s->cpus[cpu].hardirq_kernel += counts[cpu];
         }
         read_softirqs(proc_fd, s, true);
         return 0;
@@ -190,32 +209,25 @@ int procfs_read_kernel_irqs(int proc_fd, Sample *s) {
 
 static void read_softirqs(int proc_fd, Sample *s, bool kernel) {
         _cleanup_free_ char *text = NULL;
+        _cleanup_free_ uint64_t *counts = calloc(s->n_cpus, sizeof *counts);
         char *save = NULL;
 
-        if (read_full_file_at(proc_fd, "softirqs", &text, NULL) < 0)
+        if (!counts || read_full_file_at(proc_fd, "softirqs", &text, NULL) < 0)
                 return;
         for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-                char *p = l, *colon = strchr(l, ':'), *end;
+                char *label, *p = row_label(l, &label);
 
-                if (!colon)
+                if (!p)
                         continue;
-                *colon = 0;
-                while (*p == ' ')
-                        p++;
                 for (unsigned v = 0; v < METRICS_NR_SOFTIRQS; v++) {
-                        if (!streq(p, softirq_names[v]))
+                        if (!streq(label, softirq_names[v]))
                                 continue;
-                        p = colon + 1;
-                        for (unsigned cpu = 0; cpu < s->n_cpus; cpu++) {
-                                uint64_t x = strtoull(p, &end, 10);
-                                if (end == p)
-                                        break;
+                        unsigned got = row_counts(&p, counts, s->n_cpus);
+                        for (unsigned cpu = 0; cpu < got; cpu++)
                                 if (kernel)
-                                        s->cpus[cpu].softirq_kernel[v] = x;
+                                        s->cpus[cpu].softirq_kernel[v] = counts[cpu];
                                 else
-                                        s->cpus[cpu].softirq_count[v] = x;
-                                p = end;
-                        }
+                                        s->cpus[cpu].softirq_count[v] = counts[cpu];
                         break;
                 }
         }

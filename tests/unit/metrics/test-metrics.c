@@ -140,6 +140,27 @@ static void test_procfs_collector(void **state) {
 }
 
 /* The whole module on the fixture with BPF switched off: what a scrape shows without BPF. */
+/* The rows the BPF collector reads from procfs as the kernel's own counts: vectors, TLB, numbered IRQs. */
+static void test_procfs_kernel_rows(void **state) {
+        _cleanup_close_ int fd = open_fixture_proc();
+        CpuCounters cpus[2] = {};
+        Sample s = { .n_cpus = 2, .cpus = cpus };
+
+        assert_int_equal(procfs_read_vectors(fd, &s), 0);
+        assert_int_equal(cpus[0].vec_kernel[0], 123456);        /* LOC */
+        assert_int_equal(cpus[1].vec_kernel[0], 654321);
+        assert_int_equal(cpus[1].vec_kernel[1], 5);             /* RES */
+        assert_int_equal(cpus[1].vec_kernel[7], 0);             /* ERR: a row of one count, not per CPU */
+        assert_int_equal(cpus[0].tlb_shootdowns, 3);
+        assert_int_equal(cpus[1].tlb_shootdowns, 11);
+
+        assert_int_equal(procfs_read_kernel_irqs(fd, &s), 0);
+        assert_int_equal(cpus[0].hardirq_kernel, 44 + 0 + 1200 + 7);   /* numbered rows only */
+        assert_int_equal(cpus[1].hardirq_kernel, 0 + 1 + 30 + 266712);
+        assert_int_equal(cpus[1].softirq_kernel[4], 266712);    /* BLOCK */
+        assert_int_equal(cpus[0].softirq_kernel[9], 68161);     /* RCU */
+}
+
 static void test_render_fallback(void **state) {
         Manager m = { .proc_fd = open_fixture_proc(), .sys_fd = -EBADF };
         Metrics *x = NULL;
@@ -194,6 +215,7 @@ int main(void) {
                 cmocka_unit_test(test_histogram),
                 cmocka_unit_test(test_hist_slots),
                 cmocka_unit_test(test_procfs_collector),
+                cmocka_unit_test(test_procfs_kernel_rows),
                 cmocka_unit_test(test_render_fallback),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
