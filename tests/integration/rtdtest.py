@@ -507,3 +507,27 @@ def run_pty(cmd, user=None, env=None, timeout=60):
     finally:
         os.close(master)
         p.stdout.close()
+
+
+def host_pid_of(rtd, comm):
+    """The host pid of the process named comm in rtd's PID namespace."""
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if open(f"/proc/{p}/comm").read().strip() == comm and \
+                        os.readlink(f"/proc/{p}/ns/pid") == os.readlink(f"/proc/{rtd.pid}/ns/pid"):
+                    return int(p)
+            except OSError:
+                pass
+    raise AssertionError(f"no {comm} in rtd's namespace")
+
+
+def stop_process(proc, grace=30):
+    """Ends a process the test started (a subprocess.Popen or None): SIGTERM, then SIGKILL after grace s."""
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -55,7 +55,7 @@ class SlurmCluster:
         self.rtd = Rtd(conf=rtd_conf, pidns=False, metrics_port=metrics_port, name="slurm")
         self.env = dict(os.environ, SLURM_CONF=f"{d}/slurm.conf")
         ncpu = cpus or os.cpu_count()
-        ctld, first = free_port(), free_port()
+        ctld = free_port()
         ports = [free_port() for _ in self.nodes]
         with open(f"{d}/slurm.conf", "w") as f:
             f.write(f"""ClusterName=rtdtest

@@ -13,8 +13,8 @@ import signal
 import subprocess
 import time
 
-from rtdtest import (RTD, Knobs, Rtd, Skip, TestUser, api, job, knob_lock, knobs_as_found, need_root, run_tests, test,
-                     wait_final, wait_for)
+from rtdtest import (RTD, Knobs, Rtd, Skip, TestUser, api, host_pid_of, job, knob_lock, knobs_as_found, need_root,
+                     run_tests, test, wait_final, wait_for)
 
 CPU = 1
 GROUP = "rtdcpusetgrp"
@@ -75,18 +75,6 @@ def alive(pid):
         return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-def host_pid_of(rtd, comm):
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                if open(f"/proc/{p}/comm").read().strip() == comm and \
-                        os.readlink(f"/proc/{p}/ns/pid") == os.readlink(f"/proc/{rtd.pid}/ns/pid"):
-                    return int(p)
-            except OSError:
-                pass
-    raise AssertionError(f"no {comm} in rtd's namespace")
 
 
 def expected_enforcement():

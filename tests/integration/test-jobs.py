@@ -16,8 +16,8 @@ import tempfile
 import threading
 import time
 
-from rtdtest import (BUILD, RTCTL, RTD, Knobs, Rtd, Skip, TestUser, knob_lock, knobs_as_found, need_root, run,
-                     run_tests, test, wait_workers_ready)
+from rtdtest import (BUILD, RTCTL, RTD, Knobs, Rtd, Skip, TestUser, host_pid_of, knob_lock, knobs_as_found, need_root,
+                     run, run_tests, test, wait_workers_ready)
 CPU = 1
 GROUP = "rtdjobtest"
 BASE_CONF = (f"[Daemon]\nSocketGroup={GROUP}\n[Reserve]\nIRQs=keep\nCheckIntervalSec=0\n[Jobs]\nKillGraceSec=1\n"
@@ -190,18 +190,6 @@ def fifo_priority_affinity_from_inside():
         assert asan or int(status.split("VmLck:")[1].split()[0]) > 0, status
         # The daemon's own loop is real-time just above the lowest priority, reset on fork (main.c says why).
         assert os.sched_getscheduler(rtd.pid) == os.SCHED_RR | 0x40000000 and os.sched_getparam(rtd.pid).sched_priority == 2
-
-
-def host_pid_of(rtd, comm):
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                if open(f"/proc/{p}/comm").read().strip() == comm and \
-                        os.readlink(f"/proc/{p}/ns/pid") == os.readlink(f"/proc/{rtd.pid}/ns/pid"):
-                    return int(p)
-            except OSError:
-                pass
-    raise AssertionError(f"no {comm} in rtd's namespace")
 
 
 @test

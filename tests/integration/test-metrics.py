@@ -17,7 +17,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from rtdtest import BUILD, KNOB_LOCK, Knobs, Rtd, Skip, need_root, run_tests, test
+from rtdtest import BUILD, KNOB_LOCK, Knobs, Rtd, Skip, need_root, run_tests, stop_process, test
 
 PROBE = os.environ.get("RTD_METRICS_PROBE") or os.path.join(BUILD, "tests/integration/metrics-probe")
 
@@ -311,13 +311,7 @@ def prometheus_server_queries_rtd():
         assert up and up[0]["value"][1] == "1", up
         print(f"  Prometheus {prom_port} scraped rtd {port}: {len(result)} series for TIMER softirqs")
     finally:
-        if proc and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
         rtd.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -17,7 +16,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtdtest import Knobs, Skip, TestUser, knob_lock, need_root, run_tests, test  # noqa: E402
+from rtdtest import Knobs, Skip, TestUser, knob_lock, need_root, run_tests, stop_process, test  # noqa: E402
 from slurmtest import SlurmCluster, free_port, missing  # noqa: E402
 
 USER = "rtdslurm-u1"
@@ -413,13 +412,7 @@ def prometheus_scrapes_the_step_series():
               ", ".join(f"cpu{s['metric']['cpu']}={s['value'][1]}" for s in intr) +
               "; hardirqs " + ", ".join(f"{s['metric'].get('node')}={s['value'][1]}" for s in irqs))
     finally:
-        if proc and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
         e.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
