@@ -170,7 +170,6 @@ static int exchange(Ctl *c, const char *method, const char *path, json_t *body, 
         Http1Parser p;
         size_t req_size;
         int ms = timeout_ms(), r;
-        char buf[16384];
 
         if (body) {
                 payload = json_dumps(body, JSON_COMPACT);
@@ -192,38 +191,7 @@ static int exchange(Ctl *c, const char *method, const char *path, json_t *body, 
                 if (r != 0)
                         return r;
                 http1_parser_init(&p, &callbacks, x);
-                r = unix_conn_send_all(conn_fd, req, req_size, ms);
-                /* rtd may have answered and closed before reading it all (a refusal): read the answer. */
-                if (r == -EPIPE || r == -ECONNRESET)
-                        r = 0;
-                for (; r == 0;) {
-                        int idle = p.state >= HTTP1_BODY_LENGTH && p.state != HTTP1_TRAILER ? body_idle_ms : ms;
-                        ssize_t n;
-                        size_t used;
-
-                        r = unix_conn_wait(conn_fd, POLLIN, idle);
-                        if (r == 0)
-                                r = -ETIMEDOUT;
-                        if (r < 0)
-                                break;
-                        n = recv(conn_fd, buf, sizeof buf, MSG_DONTWAIT);
-                        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                                r = 0;
-                                continue;
-                        }
-                        if (n < 0) {
-                                r = -errno;
-                                break;
-                        }
-                        if (n == 0) {
-                                r = http1_parser_eof(&p);
-                                break;
-                        }
-                        got += (size_t) n;
-                        r = http1_parser_feed(&p, buf, (size_t) n, &used);
-                        if (r == 1 && used != (size_t) n)
-                                p.close = true;         /* bytes after the response: do not trust the rest */
-                }
+                r = unix_conn_exchange(conn_fd, req, req_size, &p, ms, body_idle_ms, &got);
                 /* A kept connection that rtd closed meanwhile: nothing was answered, so try a new one once. */
                 if (conn_reused && got == 0 && attempt == 0 &&
                     (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN)) {

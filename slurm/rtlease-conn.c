@@ -83,7 +83,6 @@ int rtlease_call(const RtPluginArgs *a, const char *method, const char *path, co
         Collect c = { .reply = &reply };
         Http1Parser p;
         size_t req_size;
-        char buf[4096];
         int r;
 
         r = http1_format_request(method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
@@ -95,30 +94,7 @@ int rtlease_call(const RtPluginArgs *a, const char *method, const char *path, co
                 return fd;
 
         http1_parser_init(&p, &callbacks, &c);
-        r = unix_conn_send_all(fd, req, req_size, a->timeout_ms);
-        /* rtd may refuse and close before reading everything: its answer is still there to read. */
-        if (r == -EPIPE || r == -ECONNRESET)
-                r = 0;
-        while (r == 0) {
-                ssize_t n;
-                size_t used;
-
-                r = unix_conn_wait(fd, POLLIN, a->timeout_ms);
-                if (r == 0)
-                        r = -ETIMEDOUT;
-                if (r < 0)
-                        break;
-                n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-                if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                        r = 0;
-                        continue;
-                }
-                if (n < 0) {
-                        r = -errno;
-                        break;
-                }
-                r = n == 0 ? http1_parser_eof(&p) : http1_parser_feed(&p, buf, (size_t) n, &used);
-        }
+        r = unix_conn_exchange(fd, req, req_size, &p, a->timeout_ms, a->timeout_ms, NULL);
         if (r == 1) {
                 *ret = reply;
                 return 0;

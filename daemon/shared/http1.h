@@ -70,13 +70,14 @@ int http1_parser_eof(Http1Parser *p);
 /* Whether the connection may carry another request once this response is complete. */
 bool http1_parser_keep_alive(const Http1Parser *p);
 
+/* s percent-encoded for a query value (unreserved characters kept), malloc'ed; NULL on ENOMEM. */
+char *http1_escape_query(const char *s);
+
 /*
  * Format a request with an optional body (content_type must be given with a body). Method and path must be
  * plain tokens and an origin-form path without spaces or control characters: -EINVAL otherwise.
  * Returns 0 with *ret a malloc'ed request (head, then the body) of *ret_size bytes, or -ENOMEM.
  */
-/* s percent-encoded for a query value (unreserved characters kept), malloc'ed; NULL on ENOMEM. */
-char *http1_escape_query(const char *s);
 
 int http1_format_request(const char *method, const char *path, const char *content_type, const char *body,
                          size_t body_size, char **ret, size_t *ret_size);

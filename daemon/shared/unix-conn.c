@@ -86,3 +86,46 @@ int unix_conn_append(char **buf, size_t *size, size_t *alloc, const char *data, 
         (*buf)[*size] = 0;
         return 0;
 }
+
+int unix_conn_exchange(int fd, const char *req, size_t req_size, Http1Parser *p, int head_ms, int body_idle_ms,
+                       size_t *ret_got) {
+        char buf[16384];
+        size_t got = 0;
+        int r;
+
+        r = unix_conn_send_all(fd, req, req_size, head_ms);
+        /* rtd may have answered and closed before reading it all (a refusal): read the answer. */
+        if (r == -EPIPE || r == -ECONNRESET)
+                r = 0;
+        while (r == 0) {
+                int ms = p->state >= HTTP1_BODY_LENGTH && p->state != HTTP1_TRAILER ? body_idle_ms : head_ms;
+                ssize_t n;
+                size_t used;
+
+                r = unix_conn_wait(fd, POLLIN, ms);
+                if (r == 0)
+                        r = -ETIMEDOUT;
+                if (r < 0)
+                        break;
+                n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                        r = 0;
+                        continue;
+                }
+                if (n < 0) {
+                        r = -errno;
+                        break;
+                }
+                if (n == 0) {
+                        r = http1_parser_eof(p);
+                        break;
+                }
+                got += (size_t) n;
+                r = http1_parser_feed(p, buf, (size_t) n, &used);
+                if (r == 1 && used != (size_t) n)
+                        p->close = true;        /* bytes after the response: do not trust the rest */
+        }
+        if (ret_got)
+                *ret_got = got;
+        return r;
+}

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "http1.h"
+
 /* CLOCK_MONOTONIC in milliseconds. */
 long long unix_conn_now_ms(void);
 
@@ -27,3 +29,12 @@ int unix_conn_send_all(int fd, const char *data, size_t size, int ms);
  * bytes: 0, -EFBIG past max, -ENOMEM.
  */
 int unix_conn_append(char **buf, size_t *size, size_t *alloc, const char *data, size_t n, size_t max);
+
+/*
+ * Send one request on fd and feed the answer to p until it is complete (1), or fails (-errno: -ETIMEDOUT,
+ * -EPIPE for a connection closed mid-answer, -EBADMSG from the parser, a callback's error). head_ms bounds the
+ * send and each wait until the body starts, body_idle_ms each wait once it has (< 0: none). *ret_got (may
+ * be NULL): the bytes read, 0 when the peer answered nothing (a kept connection it had closed).
+ */
+int unix_conn_exchange(int fd, const char *req, size_t req_size, Http1Parser *p, int head_ms, int body_idle_ms,
+                       size_t *ret_got);
