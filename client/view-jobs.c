@@ -107,8 +107,21 @@ static void quiet_line(View *v, json_t *m) {
                                  irq, irq == 1 ? "" : "s", inv, inv == 1 ? "" : "es");
 }
 
+
+/* "12 hard (340µs)", or "0 hard": a time only where there was something to time. */
+static const char *irq_part(json_t *m, const char *count_key, const char *seconds_key, const char *kind, char *buf,
+                            size_t size) {
+        char d[32];
+        long long n = view_jint(m, count_key);
+
+        if (n == 0)
+                snprintf(buf, size, "%lld %s", n, kind);
+        else
+                snprintf(buf, size, "%lld %s (%s)", n, kind, view_duration(view_jnum(m, seconds_key), d, sizeof d));
+        return buf;
+}
 static void scheduling(View *v, json_t *m) {
-        char b1[32], b2[32], b3[32];
+        char b1[32], b2[64], b3[64];
 
         if (!json_is_object(m))
                 return;
@@ -134,9 +147,8 @@ static void scheduling(View *v, json_t *m) {
         if (json_object_get(m, "hardirqs") && view_jint(m, "hardirqs") + view_jint(m, "softirqs") == 0)
                 view_field(v, "Interrupts", "none");
         else if (json_object_get(m, "hardirqs"))
-                view_field(v, "Interrupts", "%lld hard (%s), %lld soft (%s)", view_jint(m, "hardirqs"),
-                           view_duration(view_jnum(m, "hardirq_seconds"), b2, sizeof b2), view_jint(m, "softirqs"),
-                           view_duration(view_jnum(m, "softirq_seconds"), b3, sizeof b3));
+                view_field(v, "Interrupts", "%s, %s", irq_part(m, "hardirqs", "hardirq_seconds", "hard", b2, sizeof b2),
+                           irq_part(m, "softirqs", "softirq_seconds", "soft", b3, sizeof b3));
 }
 
 /* The job's limits that bit ([Jobs] MaxOutputBytes=, MaxTasks=, MaxMemory=), once it has ended. */

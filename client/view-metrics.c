@@ -96,12 +96,12 @@ void view_metrics(View *v, json_t *j) {
         }
 
         view_section(v, "Since rtd started");
-        fprintf(v->out, "%s%-4s %-4s %10s %10s %8s %8s %10s %10s %10s %10s%s\n", view_on(v, VC_BOLD), "CPU", "RES",
+        fprintf(v->out, "%s%-4s %-5s %10s %10s %8s %8s %10s %10s %10s %10s%s\n", view_on(v, VC_BOLD), "CPU", "RSVD",
                 "VOLUNTARY", "INVOLUNT", "MIG-IN", "MIG-OUT", "HARDIRQ", "SOFTIRQ", "INTRUSIONS", "INTRUDED",
                 view_off(v));
         json_array_foreach(cpus, i, cpu) {
                 json_t *cs = json_object_get(cpu, "context_switches"), *mig = json_object_get(cpu, "migrations");
-                fprintf(v->out, "%-4lld %-4s %10lld %10lld %8lld %8lld %10lld %10lld %10lld ", view_jint(cpu, "cpu"),
+                fprintf(v->out, "%-4lld %-5s %10lld %10lld %8lld %8lld %10lld %10lld %10lld ", view_jint(cpu, "cpu"),
                         json_is_true(json_object_get(cpu, "reserved")) ? "yes" : "-", view_jint(cs, "voluntary"),
                         view_jint(cs, "involuntary"), view_jint(mig, "in"), view_jint(mig, "out"),
                         view_jint(cpu, "hardirqs"), softirqs(cpu), view_jint(cpu, "intrusions"));

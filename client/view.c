@@ -151,7 +151,9 @@ const char *view_time(View *v, const char *iso, char *buf, size_t size) {
         if (!iso || !(end = strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm)))
                 return NULL;
         t = timegm(&tm);
-        if (v->now >= t)
+        if (v->now == t)
+                snprintf(ago, sizeof ago, "just now");
+        else if (v->now > t)
                 snprintf(ago, sizeof ago, "%s ago", view_duration((double) (v->now - t), (char[32]){}, 32));
         else
                 snprintf(ago, sizeof ago, "in the future");
