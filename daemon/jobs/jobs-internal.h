@@ -253,6 +253,8 @@ void job_output_adopt_legacy(JobManager *jm, int legacy_fd);
 /* Output files of ids the store has no job for (a power cut took the record) go before a new job gets the id. */
 void job_output_forget_unknown(JobManager *jm);
 void job_sweep_cgroups(JobManager *jm);
+/* Whether j's child provably never reached its exec (this boot's traces: its cgroup, else its stdout file). */
+bool job_never_exec_d(JobManager *jm, const Job *j);
 
 /* jobs-scope.c: rtd-jobs.scope as the home of job cgroups and workers; stop or restart */
 void job_scope_adopt_home(JobManager *jm);

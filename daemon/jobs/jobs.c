@@ -364,6 +364,13 @@ void job_unstart(Job *j) {
         j->cgroup = NULL;
         j->cgroup_id = 0;
         job_remove_unused_spares(j);
+        /* The output files rtd named for it, never written: left there, they would pass for a trace of an
+         * exec (job_never_exec_d()) should rtd stop while it is being started again. */
+        for (unsigned i = 0; i < 2; i++) {
+                char name[32];
+                snprintf(name, sizeof name, "%" PRIu64 ".%s", j->id, i ? "stderr" : "stdout");
+                (void) unlinkat(j->jm->output_fd, name, 0);
+        }
         j->timeout_src = sd_event_source_disable_unref(j->timeout_src);
         j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
 }

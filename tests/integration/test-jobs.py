@@ -479,6 +479,31 @@ def job_waiting_in_the_worker_survives_a_crash():
         assert "never ran: queued again" in rtd.read_log(), rtd.read_log()[-2000:]
 
 
+@test
+def job_that_ran_while_rtd_was_stuck_is_not_run_again():
+    """A job waits in the worker behind a short one; rtd is stopped (SIGSTOP) before it hears anything, the
+    job starts, runs and ends meanwhile, and rtd is then killed (kill -9: its workers die with it, their
+    messages unread). The store still calls it "starting" with no pid, but it did run: after the restart it
+    is lost (whether it ran is unknown to rtd), never run a second time (its cgroup's CPU time is the proof,
+    rtd names the output files itself)."""
+    with JobRtd() as rtd, ran_log("rtd-ahead-stuck-") as log:
+        front, nxt = hand_ahead(rtd, ["/bin/sleep", "0.3"], ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}'])
+        rtd.signal(signal.SIGSTOP)
+        end = time.time() + 10
+        while not (os.path.exists(log) and open(log).read()) and time.time() < end:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        rtd.kill9()
+        assert open(log).read().split() == [str(nxt["id"])], "the job did not run while rtd was stopped"
+        rtd.start()
+        wait_workers_ready(rtd)
+        j = wait_final(rtd, nxt["id"])
+        assert j["state"] == "lost", j
+        time.sleep(0.5)
+        assert open(log).read().split() == [str(nxt["id"])]        # once, not again
+        assert wait_final(rtd, front["id"])["state"] in ("lost", "succeeded")
+
+
 def started_order(rtd, ids):
     jobs = [wait_final(rtd, i) for i in ids]
     assert all(j["state"] == "succeeded" for j in jobs), [j for j in jobs if j["state"] != "succeeded"][:3]
