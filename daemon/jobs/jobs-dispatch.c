@@ -186,6 +186,37 @@ oom:
         return NULL;
 }
 
+/*
+ * The cgroup.procs files of the v1 directories the child joins (its cpuset, then n_join more), in place of
+ * the directories: opened here, on rtd's CPU, each a kernfs lookup the reserved CPU is spared. All or none:
+ * false leaves the directories as they were.
+ */
+static bool procs_files(int *cpuset_fd, int *join, int n_join) {
+        int fds[1 + 2], n = 0;
+
+        for (int i = -1; i < n_join; i++) {
+                int dir = i < 0 ? *cpuset_fd : join[i];
+                if (dir < 0)
+                        continue;
+                fds[n] = openat(dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                if (fds[n] < 0) {
+                        while (n > 0)
+                                safe_close(fds[--n]);
+                        return false;
+                }
+                n++;
+        }
+        n = 0;
+        for (int i = -1; i < n_join; i++) {
+                int *dir = i < 0 ? cpuset_fd : &join[i];
+                if (*dir < 0)
+                        continue;
+                safe_close(*dir);
+                *dir = fds[n++];
+        }
+        return true;
+}
+
 /* fresh: a job accepted right now with nobody ahead of it, not yet in the store or the queue. */
 /*
  * Hand the job to the worker of its first CPU. ahead: that worker runs a job still; this one waits there
@@ -277,6 +308,10 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 return 0;
         }
 
+        /* With a v2 cgroup, whose cgroup.kill ends all the job leaves, the worker needs the v1 directories only
+         * for the child to join them. */
+        bool procs = cgroup_fd >= 0 && (cpuset_fd >= 0 || n_join > 0) && procs_files(&cpuset_fd, join, n_join);
+
         env = job_env(j);
         WorkerJob wj = {
                 .id = j->id,
@@ -295,6 +330,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 .start_timeout_ms = jm->manager->config->start_timeout_sec * 1000,
                 .join_fds = join,
                 .n_join = (unsigned) n_join,
+                .procs_files = procs,
                 .rlimits = rl,
                 .argv = j->spec.argv,
                 .env = env,

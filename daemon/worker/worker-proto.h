@@ -43,6 +43,13 @@ typedef struct WorkerMsg {
 #define WORKER_START_RLIMITS 0x4       /* rlimits[] is set: the child applies them all before exec */
 #define WORKER_START_CPUSET 0x8        /* then the job's v1 cpuset directory (hybrid hosts) */
 /* Then n_join cgroup directories the child joins before anything else (cgroup v1 hierarchies: pids, memory). */
+/*
+ * The cpuset and n_join descriptors are not those directories but their cgroup.procs files, opened for
+ * writing by rtd: the child joins without a path lookup on the reserved CPU. Only with a v2 cgroup, whose
+ * cgroup.kill ends whatever the job leaves (every process of the job is in both), so the worker needs no v1
+ * directory to list them.
+ */
+#define WORKER_START_PROCS 0x10
 #define WORKER_START_MAX_JOIN 4
 #define WORKER_START_MAX_FDS (4 + WORKER_START_MAX_JOIN)
 

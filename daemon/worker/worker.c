@@ -286,7 +286,8 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
                 .flags = (j->cgroup_fd >= 0 ? WORKER_START_CGROUP : 0) |
                          (j->cpuset_fd >= 0 ? WORKER_START_CPUSET : 0) |
                          (j->stdout_fd >= 0 && j->stderr_fd >= 0 ? WORKER_START_OUTPUT : 0) |
-                         (j->rlimits ? WORKER_START_RLIMITS : 0),
+                         (j->rlimits ? WORKER_START_RLIMITS : 0) |
+                         (j->procs_files ? WORKER_START_PROCS : 0),
                 .policy = j->policy,
                 .priority = j->priority,
                 .uid = j->uid,
