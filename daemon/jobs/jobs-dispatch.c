@@ -226,7 +226,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         int first = cpuset_first(cpus), r;
         Worker *w = jm->slots[first].worker;
         _cleanup_strv_free_ char **env = NULL;
-        _cleanup_close_ int cgroup_fd = -EBADF, cpuset_fd = -EBADF;
+        _cleanup_close_ int cgroup_fd = -EBADF, cpuset_fd = -EBADF, kill_fd = -EBADF;
         char cgroup[64], spare_out[32], spare_err[32];
         _cleanup_free_ char *why = NULL;
         WorkerRlimit rl[WORKER_RLIMITS];
@@ -311,6 +311,9 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         /* With a v2 cgroup, whose cgroup.kill ends all the job leaves, the worker needs the v1 directories only
          * for the child to join them. */
         bool procs = cgroup_fd >= 0 && (cpuset_fd >= 0 || n_join > 0) && procs_files(&cpuset_fd, join, n_join);
+        /* Its cgroup.kill, which the worker writes when the job's main process ends (none: it opens it). */
+        if (cgroup_fd >= 0)
+                kill_fd = openat(cgroup_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
 
         env = job_env(j);
         WorkerJob wj = {
@@ -331,6 +334,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 .join_fds = join,
                 .n_join = (unsigned) n_join,
                 .procs_files = procs,
+                .kill_fd = kill_fd,
                 .rlimits = rl,
                 .argv = j->spec.argv,
                 .env = env,

@@ -241,7 +241,8 @@ static _Noreturn void child_run(const ChildArgs *a) {
         if ((fd = rsys(SYS_setsid)) < 0)
                 child_fail(id, "setsid", (int) -fd);
 
-        fd = rsys(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
+        /* The worker's /dev/null: no path lookup on the reserved CPU for each job. */
+        fd = worker_devnull >= 0 ? worker_devnull : rsys(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0 || (fd = child_dup(fd, STDIN_FILENO)) < 0)
                 child_fail(id, "stdin", (int) -fd);
         fd = open_output(st, "stdout", st->spare_stdout, a->fds.out);

@@ -504,6 +504,31 @@ def job_that_ran_while_rtd_was_stuck_is_not_run_again():
         assert wait_final(rtd, front["id"])["state"] in ("lost", "succeeded")
 
 
+@test
+def what_a_job_leaves_behind_dies_with_it():
+    """A job that starts a process in a session of its own and exits: when its main process ends, whatever
+    it left in its cgroup is killed (the worker writes the cgroup's cgroup.kill, which rtd opened for it),
+    also when it ran in an array of short tasks, one after the other on the same worker."""
+    with JobRtd() as rtd:
+        tmp = tempfile.mkdtemp(prefix="rtd-leftover-")
+        os.chmod(tmp, 0o777)
+        try:
+            loop = "while :; do date +%s%N > {f}; sleep 0.05; done"
+            ids = [submit(rtd, {"argv": ["/bin/sh", "-c", f"setsid sh -c '{loop.format(f=f)}' </dev/null >/dev/null 2>&1 & "
+                                         f"while [ ! -s {f} ]; do sleep 0.01; done; exit 0"]})["id"]
+                   for f in (os.path.join(tmp, f"t{i}") for i in range(3))]
+            for jid in ids:
+                assert wait_final(rtd, jid)["state"] == "succeeded"
+            time.sleep(1)
+            before = {f: os.stat(os.path.join(tmp, f)).st_mtime_ns for f in os.listdir(tmp)}
+            assert len(before) == 3, before     # each left its loop running, for a while at least
+            time.sleep(0.5)
+            after = {f: os.stat(os.path.join(tmp, f)).st_mtime_ns for f in os.listdir(tmp)}
+            assert after == before, "a process a finished job left behind still runs"
+        finally:
+            subprocess.run(["rm", "-rf", tmp])
+
+
 def started_order(rtd, ids):
     jobs = [wait_final(rtd, i) for i in ids]
     assert all(j["state"] == "succeeded" for j in jobs), [j for j in jobs if j["state"] != "succeeded"][:3]
