@@ -436,13 +436,15 @@ def next_job_waits_in_the_worker():
     moment the running one ends ("starting" meanwhile); behind a job that runs on, it is taken back to the
     queue, and runs once, in order; its timeout counts from its own start."""
     with JobRtd() as rtd, ran_log("rtd-ahead-") as log:
-        front, nxt = hand_ahead(rtd, ["/bin/sleep", "1"], ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}'])
-        # Taken back once the job in front has run 100 ms: queued again, not started.
+        front, nxt = hand_ahead(rtd, ["/bin/sleep", "3"], ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}'])
+        # Taken back once the job in front has run 100 ms: queued again, not started. The worker answers
+        # while that job still runs (it is woken for the request, not only when its job ends).
         end = time.time() + 5
         while job(rtd, nxt["id"])["state"] != "queued" and time.time() < end:
             time.sleep(0.02)
         j = job(rtd, nxt["id"])
         assert j["state"] == "queued" and j["pid"] is None, j
+        assert job(rtd, front["id"])["state"] == "running", "given back only when the job in front ended"
         assert wait_final(rtd, nxt["id"])["state"] == "succeeded"
         assert wait_final(rtd, front["id"])["state"] == "succeeded"
         assert open(log).read().split() == [str(nxt["id"])]         # it ran once
