@@ -398,7 +398,6 @@ void job_limits_retry_leftovers(JobLimits *l) {
 
 void job_limits_finish(JobLimits *l, int v2_parent_fd, const char *name, JobLimitHits *ret) {
         char path[256];
-        int a, b;
 
         *ret = (JobLimitHits){};
         if (v2_parent_fd >= 0) {
@@ -415,6 +414,11 @@ void job_limits_finish(JobLimits *l, int v2_parent_fd, const char *name, JobLimi
                 snprintf(path, sizeof path, "%s/pids.events", name);
                 ret->pids_max = read_key(l->v1_pids_fd, path, "max");
         }
+}
+
+void job_limits_remove(JobLimits *l, const char *name) {
+        int a, b;
+
         a = v1_remove(l->v1_pids_fd, name);
         b = v1_remove(l->v1_memory_fd, name);
         if (a == -EBUSY || b == -EBUSY) {

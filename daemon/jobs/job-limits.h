@@ -54,9 +54,10 @@ typedef struct JobLimitHits {
         uint64_t oom_kills;             /* the OOM killer killed a task of the job */
         uint64_t pids_max;              /* forks refused at pids.max */
 } JobLimitHits;
-/* The job ended: read what its limits did (in v2_parent_fd/name if v2_parent_fd >= 0, else its v1 cgroups),
- * then remove its v1 cgroups (later, if tasks still linger). */
+/* The job ended: read what its limits did (in v2_parent_fd/name if v2_parent_fd >= 0, else its v1 cgroups). */
 void job_limits_finish(JobLimits *l, int v2_parent_fd, const char *name, JobLimitHits *ret);
+/* Then remove its v1 cgroups (later, if tasks still linger). */
+void job_limits_remove(JobLimits *l, const char *name);
 
 /* Remove the v1 cgroups of ended jobs whose last tasks were still dying. */
 void job_limits_retry_leftovers(JobLimits *l);

@@ -64,11 +64,22 @@ void job_spares_close(JobManager *jm) {
                 safe_close(jm->spare_fds[jm->spare_first++ % SPARE_TARGET]);
 }
 
+/* Give the spare named in `spare` its final name <id>.<suffix> here; on success `spare` becomes "". */
+static void name_output(JobManager *jm, const Job *j, const char *suffix, char *spare) {
+        char name[32];
+
+        snprintf(name, sizeof name, "%" PRIu64 ".%s", j->id, suffix);
+        if (renameat(jm->output_fd, spare, jm->output_fd, name) == 0)
+                spare[0] = 0;
+}
+
 /*
  * Two spares for j's stdout and stderr, made the user's; false unless both are there and could be given
- * away (spares taken but not handed over are removed with the job's unused ones).
+ * away (spares taken but not handed over are removed with the job's unused ones). in_cgroup: the job has
+ * a v2 cgroup of its own, which proves whether its child ran (job_never_exec_d()).
  */
-static bool take_output_spares(JobManager *jm, Job *j, WorkerJob *wj, char *out, char *err, size_t size) {
+static bool take_output_spares(JobManager *jm, Job *j, WorkerJob *wj, char *out, char *err, size_t size,
+                               bool in_cgroup) {
         if (jm->spare_next - jm->spare_first < 2)
                 return false;
         j->spares = jm->spare_first + 1;
@@ -83,13 +94,16 @@ static bool take_output_spares(JobManager *jm, Job *j, WorkerJob *wj, char *out,
                 wj->stderr_fd = safe_close(wj->stderr_fd);
                 return false;
         }
-        /* stderr gets its final name here, on rtd's CPU: only stdout's rename in the child tells that the job
-         * got as far as its exec (the take-back and recovery read only that), and a rename on the job's CPU
-         * costs ext4 directory lookups (about 19 µs here). */
-        char name[32];
-        snprintf(name, sizeof name, "%" PRIu64 ".stderr", j->id);
-        if (renameat(jm->output_fd, err, jm->output_fd, name) == 0)
-                err[0] = 0;
+        /*
+         * Named here, on rtd's CPU: a rename on the job's CPU costs ext4 directory lookups (30-38 µs a job
+         * here). stdout only where the job's cgroup proves whether its child ran; elsewhere its rename in the
+         * child, just before the exec, is that proof (recovery and the take-back read it).
+         */
+        name_output(jm, j, "stderr", err);
+        if (in_cgroup)
+                name_output(jm, j, "stdout", out);
+        if (!*out && !*err)
+                j->spares = 0;          /* both have their names: nothing to remove when the job ends */
         return true;
 }
 
@@ -172,6 +186,37 @@ oom:
         return NULL;
 }
 
+/*
+ * The cgroup.procs files of the v1 directories the child joins (its cpuset, then n_join more), in place of
+ * the directories: opened here, on rtd's CPU, each a kernfs lookup the reserved CPU is spared. All or none:
+ * false leaves the directories as they were.
+ */
+static bool procs_files(int *cpuset_fd, int *join, int n_join) {
+        int fds[1 + 2], n = 0;
+
+        for (int i = -1; i < n_join; i++) {
+                int dir = i < 0 ? *cpuset_fd : join[i];
+                if (dir < 0)
+                        continue;
+                fds[n] = openat(dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                if (fds[n] < 0) {
+                        while (n > 0)
+                                safe_close(fds[--n]);
+                        return false;
+                }
+                n++;
+        }
+        n = 0;
+        for (int i = -1; i < n_join; i++) {
+                int *dir = i < 0 ? cpuset_fd : &join[i];
+                if (*dir < 0)
+                        continue;
+                safe_close(*dir);
+                *dir = fds[n++];
+        }
+        return true;
+}
+
 /* fresh: a job accepted right now with nobody ahead of it, not yet in the store or the queue. */
 /*
  * Hand the job to the worker of its first CPU. ahead: that worker runs a job still; this one waits there
@@ -181,7 +226,7 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
         int first = cpuset_first(cpus), r;
         Worker *w = jm->slots[first].worker;
         _cleanup_strv_free_ char **env = NULL;
-        _cleanup_close_ int cgroup_fd = -EBADF, cpuset_fd = -EBADF;
+        _cleanup_close_ int cgroup_fd = -EBADF, cpuset_fd = -EBADF, kill_fd = -EBADF;
         char cgroup[64], spare_out[32], spare_err[32];
         _cleanup_free_ char *why = NULL;
         WorkerRlimit rl[WORKER_RLIMITS];
@@ -263,6 +308,13 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 return 0;
         }
 
+        /* With a v2 cgroup, whose cgroup.kill ends all the job leaves, the worker needs the v1 directories only
+         * for the child to join them. */
+        bool procs = cgroup_fd >= 0 && (cpuset_fd >= 0 || n_join > 0) && procs_files(&cpuset_fd, join, n_join);
+        /* Its cgroup.kill, which the worker writes when the job's main process ends (none: it opens it). */
+        if (cgroup_fd >= 0)
+                kill_fd = openat(cgroup_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+
         env = job_env(j);
         WorkerJob wj = {
                 .id = j->id,
@@ -281,11 +333,13 @@ int job_start(JobManager *jm, Job *j, const CpuSet *cpus, bool fresh, bool ahead
                 .start_timeout_ms = jm->manager->config->start_timeout_sec * 1000,
                 .join_fds = join,
                 .n_join = (unsigned) n_join,
+                .procs_files = procs,
+                .kill_fd = kill_fd,
                 .rlimits = rl,
                 .argv = j->spec.argv,
                 .env = env,
         };
-        (void) take_output_spares(jm, j, &wj, spare_out, spare_err, sizeof spare_out);
+        (void) take_output_spares(jm, j, &wj, spare_out, spare_err, sizeof spare_out, cgroup_fd >= 0);
         (void) metrics_worker_job(jm->manager->metrics, worker_pid(w), j->id);
         r = env ? worker_send_job(w, &wj) : -ENOMEM;
         /* The worker has its own copies now; what its child does not rename goes when the job ends. */

@@ -18,6 +18,7 @@ typedef struct Store Store;
 typedef struct StoreJob StoreJob;
 typedef struct PendingWrite PendingWrite;
 typedef struct JobArray JobArray;
+typedef struct CgroupLater CgroupLater;
 
 #define JOB_BUCKETS 16384
 #define SPARE_TARGET 64
@@ -147,6 +148,8 @@ struct JobManager {
         JobArray *arrays;               /* arrays with tasks that have not ended (jobs-array.c) */
         uint64_t next_array_id;
         sd_event_source *array_progress_src;
+        CgroupLater *later_head, *later_tail;   /* finished jobs' cgroups to remove (jobs-cgroup-later.c) */
+        sd_event_source *later_src;
 };
 
 /* Handed to a busy worker, it waits there behind that CPU's running job. */
@@ -244,6 +247,10 @@ int job_cgroups_make(JobManager *jm, Job *j, int *ret_cgroup_fd, int *ret_cpuset
 /* Every task of the named job cgroup, in v2 and its v1 cpuset: SIGKILL until empty (as far as can be). */
 void job_cgroups_signal(JobManager *jm, const char *name, int sig);
 int job_cgroups_remove(JobManager *jm, const char *name);
+/* jobs-cgroup-later.c: a finished job's cgroups go 50 ms later (cgroups: its v2 cgroup and v1 cpuset too, not
+ * only its v1 limit cgroups); all that wait, now (shutdown). */
+void job_cgroups_remove_later(JobManager *jm, const char *name, bool cgroups);
+void job_cgroups_remove_pending(JobManager *jm);
 void job_drift_arm(JobManager *jm);
 
 /* jobs-recover.c */
@@ -253,6 +260,8 @@ void job_output_adopt_legacy(JobManager *jm, int legacy_fd);
 /* Output files of ids the store has no job for (a power cut took the record) go before a new job gets the id. */
 void job_output_forget_unknown(JobManager *jm);
 void job_sweep_cgroups(JobManager *jm);
+/* Whether j's child provably never reached its exec (this boot's traces: its cgroup, else its stdout file). */
+bool job_never_exec_d(JobManager *jm, const Job *j);
 
 /* jobs-scope.c: rtd-jobs.scope as the home of job cgroups and workers; stop or restart */
 void job_scope_adopt_home(JobManager *jm);

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -166,10 +167,39 @@ static void recover_active(JobManager *jm, Job *j) {
 }
 
 /*
+ * Whether j's child provably never reached its exec, on this boot (neither cgroups nor the output files,
+ * which are not synced, survive a reboot). When the job has a v2 cgroup, rtd names both output files itself
+ * (take_output_spares()) and the cgroup is the proof: the child is born in it, or joins it before anything
+ * else, and the kernel charges every v2 cgroup, with or without controllers, for the CPU time of its tasks
+ * (cpu.stat usage_usec, up to date when read): a child that ran at all left time there, and one still there
+ * is listed. Without that cgroup (never made, or rtd had none) the child renames its stdout file into
+ * place before its exec: no file, no exec.
+ */
+bool job_never_exec_d(JobManager *jm, const Job *j) {
+        char name[64];
+
+        if (j->cgroup && jm->cgroups.dir_fd >= 0) {
+                _cleanup_close_ int fd = openat(jm->cgroups.dir_fd, j->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_free_ char *stat = NULL, *procs = NULL;
+                const char *u;
+
+                if (fd >= 0)
+                        return read_full_file_at(fd, "cpu.stat", &stat, NULL) >= 0 &&
+                               read_full_file_at(fd, "cgroup.procs", &procs, NULL) >= 0 &&
+                               (u = startswith(stat, "usage_usec ")) && strtoull(u, NULL, 10) == 0 &&
+                               procs[strspn(procs, " \n")] == 0;
+                if (errno != ENOENT)
+                        return false;
+        }
+        snprintf(name, sizeof name, "%" PRIu64 ".stdout", j->id);
+        return faccessat(jm->output_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+}
+
+/*
  * Whether a job the store calls "starting" (no pid recorded) certainly never ran: its worker said so (it
- * waited there behind the running job when rtd stopped), or its stdout file was never made, which the
- * job's child does before it execs. Otherwise it may have run and is never started again. The stdout file
- * is not synced: after a reboot (a power cut) its absence proves nothing, so only the worker's word counts.
+ * waited there behind the running job when rtd stopped), or on this boot it left no trace of an exec
+ * (job_never_exec_d()). Otherwise it may have run and is never started again. After a reboot (a power cut)
+ * only the worker's word counts.
  */
 static bool never_ran(JobManager *jm, const Job *j) {
         char name[64];
@@ -179,8 +209,7 @@ static bool never_ran(JobManager *jm, const Job *j) {
                 return true;
         if (!jm->boot_id[0] || !streq(j->boot_id, jm->boot_id))
                 return false;
-        snprintf(name, sizeof name, "%" PRIu64 ".stdout", j->id);
-        return faccessat(jm->output_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+        return job_never_exec_d(jm, j);
 }
 
 static int recover_cb(const StoreJob *sj, void *userdata) {

@@ -229,18 +229,15 @@ static int on_respawn(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 /*
- * Whether a job handed to a worker that died provably never reached its exec: no pid reported, and no
- * <id>.stdout file, which its child makes (or renames from a spare) before the exec, as recovery after a
- * crash also reads it. Only with a cgroup: its SIGKILL (cgroup.kill) has then reached a child cloned
- * meanwhile, which can start no further system call, so no exec can follow the check either.
+ * Whether a job handed to a worker that died provably never reached its exec: no pid reported, and no trace
+ * of an exec (job_never_exec_d(), as recovery after a crash). Only with a cgroup: its SIGKILL (cgroup.kill)
+ * has then reached a child cloned meanwhile, which can start no further system call, so no exec can follow
+ * the check either.
  */
 static bool never_exec_d(JobManager *jm, Job *j) {
-        char name[64];
-
         if (j->state != JOB_STARTING || j->pid > 0 || !j->cgroup || jm->cgroups.dir_fd < 0)
                 return false;
-        snprintf(name, sizeof name, "%" PRIu64 ".stdout", j->id);
-        return faccessat(jm->output_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+        return job_never_exec_d(jm, j);
 }
 
 static void on_worker_died(Worker *w, int status, void *userdata) {

@@ -364,6 +364,13 @@ void job_unstart(Job *j) {
         j->cgroup = NULL;
         j->cgroup_id = 0;
         job_remove_unused_spares(j);
+        /* The output files rtd named for it, never written: left there, they would pass for a trace of an
+         * exec (job_never_exec_d()) should rtd stop while it is being started again. */
+        for (unsigned i = 0; i < 2; i++) {
+                char name[32];
+                snprintf(name, sizeof name, "%" PRIu64 ".%s", j->id, i ? "stderr" : "stdout");
+                (void) unlinkat(j->jm->output_fd, name, 0);
+        }
         j->timeout_src = sd_event_source_disable_unref(j->timeout_src);
         j->ahead_src = sd_event_source_disable_unref(j->ahead_src);
 }
@@ -397,7 +404,8 @@ void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, 
                 if (u && u->queued > 0)
                         u->queued--;
         }
-        if (j->pid > 0 || j->state == JOB_STARTING || j->state == JOB_RUNNING)
+        bool started = j->pid > 0 || j->state == JOB_STARTING || j->state == JOB_RUNNING;
+        if (started)
                 job_limits_note_end(jm, j, state);
         job_hold_cores(jm, j, false);
         j->state = state;
@@ -409,11 +417,10 @@ void job_finish(JobManager *jm, Job *j, JobState state, const char *reason_fmt, 
         }
         (void) job_persist(jm, j, false);
         job_remove_unused_spares(j);
-        if (j->cgroup && job_cgroups_remove(jm, j->cgroup) < 0) {
-                /* Whatever the job left behind goes with it; what is still dying, the sweep removes later. */
-                job_cgroups_signal(jm, j->cgroup, SIGKILL);
-                if (job_cgroups_remove(jm, j->cgroup) < 0)
-                        jm->cgroups_dirty = true;
+        if (j->cgroup || started) {
+                char name[64];
+                snprintf(name, sizeof name, "rtd-%s-job-%" PRIu64, store_instance_id(jm->store), j->id);
+                job_cgroups_remove_later(jm, j->cgroup ?: name, j->cgroup != NULL);
         }
         jm->finished[state]++;
         {
@@ -565,6 +572,7 @@ JobManager *job_manager_free(JobManager *jm) {
         if (!jm)
                 return NULL;
         /* Leftover cgroups of finished jobs go; those of running jobs stay for the next rtd to adopt. */
+        job_cgroups_remove_pending(jm);
         if (jm->store && jm->buckets)
                 job_sweep_cgroups(jm);
         job_arrays_free(jm);

@@ -107,6 +107,16 @@ int write_str_at(int dir, const char *path, const char *s) {
         return n < 0 ? (int) n : 0;
 }
 
+/* Join the cgroup v1 directory fd, or write to its cgroup.procs file passed as fd (WORKER_START_PROCS). */
+static int child_join(const ChildArgs *a, int fd) {
+        long n;
+
+        if (!(a->st->flags & WORKER_START_PROCS))
+                return write_str_at(fd, "cgroup.procs", "0");
+        n = rsys(SYS_write, fd, "0", 1);
+        return n < 0 ? (int) n : 0;
+}
+
 static int child_dup(long fd, int target) {
         return fd == target ? 0 : (int) rsys(SYS_dup3, fd, target, 0);
 }
@@ -194,14 +204,14 @@ static _Noreturn void child_run(const ChildArgs *a) {
          * the job's CPUs, whatever affinity they ask for.
          */
         if (a->fds.cpuset >= 0) {
-                int r = write_str_at(a->fds.cpuset, "cgroup.procs", "0");
+                int r = child_join(a, a->fds.cpuset);
                 if (r < 0)
                         child_fail(id, "cpuset", -r);
         }
 
         /* Its cgroups in the v1 hierarchies (pids, memory) too, before anything could fork (job-limits.c). */
         for (unsigned i = 0; i < a->fds.n_join; i++) {
-                int r = write_str_at(a->fds.join[i], "cgroup.procs", "0");
+                int r = child_join(a, a->fds.join[i]);
                 if (r < 0)
                         child_fail(id, "cgroup v1", -r);
         }
@@ -231,7 +241,8 @@ static _Noreturn void child_run(const ChildArgs *a) {
         if ((fd = rsys(SYS_setsid)) < 0)
                 child_fail(id, "setsid", (int) -fd);
 
-        fd = rsys(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
+        /* The worker's /dev/null: no path lookup on the reserved CPU for each job. */
+        fd = worker_devnull >= 0 ? worker_devnull : rsys(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0 || (fd = child_dup(fd, STDIN_FILENO)) < 0)
                 child_fail(id, "stdin", (int) -fd);
         fd = open_output(st, "stdout", st->spare_stdout, a->fds.out);

@@ -31,6 +31,7 @@ typedef struct JobFds {
         int cgroup, cpuset, out, err;
         int join[WORKER_START_MAX_JOIN];        /* cgroup v1 directories to join */
         unsigned n_join;
+        int kill;                               /* the cgroup's cgroup.kill (WORKER_START_KILL) */
 } JobFds;
 
 /* The steps a child may hang in, as it writes them to its pipe and as rtd is told. */
@@ -50,6 +51,7 @@ typedef struct ChildArgs {
 } ChildArgs;
 
 extern int worker_sock;                 /* the socket to rtd */
+extern int worker_devnull;              /* /dev/null, opened at start (close-on-exec), or -1 */
 extern cpu_set_t worker_mask;           /* the worker's own CPU: a job on exactly it inherits the mask */
 
 /* The job's pid, born in its cgroup when it has one and the kernel can (else the child joins it), or -1

@@ -40,6 +40,7 @@ static Inbox inboxes[2];
 static Inbox *in = &inboxes[0], *pending;
 
 int worker_sock = WORKER_FD_SOCKET;
+int worker_devnull = -1;
 cpu_set_t worker_mask;           /* the worker's own CPU: a job on exactly it inherits the mask */
 
 static void inbox_close_fds(Inbox *m) {
@@ -53,10 +54,11 @@ static bool inbox_job_fds(const Inbox *m, JobFds *ret) {
         uint32_t flags = m->b.start.flags;
         unsigned i = 0;
 
-        *ret = (JobFds){ -1, -1, -1, -1 };
+        *ret = (JobFds){ -1, -1, -1, -1, .kill = -1 };
         if (m->b.start.n_join > WORKER_START_MAX_JOIN ||
             m->n_fds != !!(flags & WORKER_START_CGROUP) + !!(flags & WORKER_START_CPUSET) +
-                                2u * !!(flags & WORKER_START_OUTPUT) + m->b.start.n_join)
+                                2u * !!(flags & WORKER_START_OUTPUT) + m->b.start.n_join +
+                                !!(flags & WORKER_START_KILL))
                 return false;
         if (flags & WORKER_START_CGROUP)
                 ret->cgroup = m->fds[i++];
@@ -68,6 +70,8 @@ static bool inbox_job_fds(const Inbox *m, JobFds *ret) {
         }
         while (ret->n_join < m->b.start.n_join)
                 ret->join[ret->n_join++] = m->fds[i++];
+        if (flags & WORKER_START_KILL)
+                ret->kill = m->fds[i++];
         return true;
 }
 
@@ -77,18 +81,37 @@ static uint64_t now_us(clockid_t clk) {
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
+static void write_exit_file(const WorkerExited *e);
+
+/*
+ * The report of a job that ended while the next one waited here, held back until the next one's first
+ * message (its STARTED, or why it could not start) and sent with it in one system call: each message
+ * wakes rtd, and waking it from the reserved CPU costs that CPU a few microseconds a time.
+ */
+static WorkerExited held_exit;
+static bool exit_held;
+
 static int send_msg(const void *m, size_t size) {
-        ssize_t n;
+        struct iovec iov[2] = { { &held_exit, sizeof held_exit }, { (void *) m, size } };
+        struct mmsghdr v[2] = { { .msg_hdr = { .msg_iov = &iov[0], .msg_iovlen = 1 } },
+                                { .msg_hdr = { .msg_iov = &iov[1], .msg_iovlen = 1 } } };
+        bool held = exit_held;
+        int n;
+
+        exit_held = false;
         do
-                n = send(worker_sock, m, size, MSG_NOSIGNAL);
+                n = sendmmsg(worker_sock, held ? v : v + 1, held ? 2 : 1, MSG_NOSIGNAL);
         while (n < 0 && errno == EINTR);
-        return n == (ssize_t) size ? 0 : -errno;
+        if (held && n < 1)
+                write_exit_file(&held_exit);    /* rtd is gone: the next rtd learns the result from the file */
+        return n == (held ? 2 : 1) ? 0 : n < 0 ? -errno : -EPIPE;
 }
 
 static pid_t job_pid;
 static uint64_t job_id;
 static int job_cgroup = -EBADF;         /* the running job's cgroup directory */
 static int job_cpuset = -EBADF;         /* the running job's v1 cpuset directory */
+static int job_kill = -EBADF;           /* the running job's cgroup.kill file, if rtd passed it */
 static int job_steps = -EBADF;          /* the starting child's pipe (read end), until it execs or dies */
 static uint64_t job_deadline;           /* CLOCK_MONOTONIC usec by which it must have exec'd; 0: none */
 static int orphan;
@@ -149,9 +172,15 @@ static void start_job(Inbox *m) {
                 close(ca.fds.err);
         for (unsigned i = 0; i < ca.fds.n_join; i++)
                 close(ca.fds.join[i]);
+        /* A cgroup.procs file (WORKER_START_PROCS) is of no use for listing: the v2 cgroup.kill suffices. */
+        if ((st->flags & WORKER_START_PROCS) && ca.fds.cpuset >= 0) {
+                close(ca.fds.cpuset);
+                ca.fds.cpuset = -EBADF;
+        }
         m->n_fds = 0;
         job_cgroup = ca.fds.cgroup;
         job_cpuset = ca.fds.cpuset;
+        job_kill = ca.fds.kill;
         job_pid = pid;
         job_id = st->hdr.job_id;
         job_steps = steps[0];
@@ -244,11 +273,16 @@ static void kill_procs(int dir) {
 /* The running job is over for the worker: free its CPU of whatever it left, start the one waiting. */
 static void job_done(pid_t pid) {
         /*
-         * The job is its main process: whatever it left behind goes with it, freeing the CPU. Done after the
-         * report so rtd picks the next job meanwhile; its START is read only after this.
+         * The job is its main process: whatever it left behind goes with it, freeing the CPU. The report
+         * goes before this, or with the next job's STARTED when one waits here (send_msg()).
          */
-        if (job_cgroup >= 0) {
+        if (job_kill >= 0) {
+                (void) !write(job_kill, "1", 1);
+                close(job_kill);
+                job_kill = -EBADF;
+        } else if (job_cgroup >= 0)
                 (void) write_str_at(job_cgroup, "cgroup.kill", "1");
+        if (job_cgroup >= 0) {
                 close(job_cgroup);
                 job_cgroup = -EBADF;
         }
@@ -296,9 +330,17 @@ static void reap(void) {
                         .majflt = ru.ru_majflt,
                         .realtime_usec = now_us(CLOCK_REALTIME),
                 };
-                if (orphan || send_msg(&e, sizeof e) < 0)
+                if (!orphan && pending) {
+                        held_exit = e;          /* sent with the next job's first message (job_done()) */
+                        exit_held = true;
+                } else if (orphan || send_msg(&e, sizeof e) < 0)
                         write_exit_file(&e);
                 job_done(pid);
+                if (exit_held) {                /* the next job sent nothing (it always does): alone, then */
+                        exit_held = false;
+                        if (send_msg(&held_exit, sizeof held_exit) < 0)
+                                write_exit_file(&held_exit);
+                }
         }
 }
 
@@ -355,18 +397,53 @@ static ssize_t receive(Inbox *m) {
         return n;
 }
 
+/*
+ * Every message rtd has sent, taken now. Returns true when the worker is done: rtd is gone (or let it go)
+ * and no job runs. On EOF the job waiting behind the running one never starts: say so now, before the
+ * next rtd looks.
+ */
+static bool drain_socket(void) {
+        while (!orphan) {
+                ssize_t r = receive(in);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0 && errno == EAGAIN)
+                        return false;
+                if (r <= 0) {
+                        /* The daemon died or let us go: finish the running job first, if any. */
+                        orphan = 1;
+                        if (pending) {
+                                write_unstarted_file(pending->b.start.hdr.job_id);
+                                inbox_close_fds(pending);
+                        }
+                        pending = NULL;
+                        return job_pid <= 0;
+                }
+                bool whole = (size_t) r <= sizeof in->b.raw && (size_t) r >= sizeof(WorkerMsg);
+                if (whole && in->b.start.hdr.type == WMSG_START)
+                        on_start();
+                else {
+                        inbox_close_fds(in);    /* only a START carries descriptors */
+                        if (whole && in->b.start.hdr.type == WMSG_DROP)
+                                on_drop(in->b.start.hdr.job_id);
+                }
+        }
+        return job_pid <= 0;
+}
+
 int main(int argc, char **argv) {
         WorkerMsg ready = { .type = WMSG_READY };
         struct pollfd p[2];
-        sigset_t chld;
+        sigset_t sigs;
 
         (void) argc;
         (void) argv;
-        sigemptyset(&chld);
-        sigaddset(&chld, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &chld, NULL);
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGCHLD);
+        sigaddset(&sigs, WORKER_WAKE_SIGNAL);   /* rtd: look at the socket now */
+        sigprocmask(SIG_BLOCK, &sigs, NULL);
         p[0] = (struct pollfd){ .fd = worker_sock, .events = POLLIN };
-        p[1] = (struct pollfd){ .fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK), .events = POLLIN };
+        p[1] = (struct pollfd){ .fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK), .events = POLLIN };
         if (p[1].fd < 0)
                 return 1;
 
@@ -377,6 +454,13 @@ int main(int argc, char **argv) {
          */
         if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
                 (void) mlockall(MCL_CURRENT | MCL_FUTURE);
+        /* Not on fds 0-2 (the child dups it onto 0, and a close-on-exec fd 0 would leave the job no stdin). */
+        worker_devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (worker_devnull >= 0 && worker_devnull < 3) {
+                int low = worker_devnull;
+                worker_devnull = fcntl(low, F_DUPFD_CLOEXEC, 3);
+                close(low);
+        }
         if (sched_getaffinity(0, sizeof worker_mask, &worker_mask) < 0)
                 CPU_ZERO(&worker_mask);
         /* A job's orphans (double forks, daemons) become the worker's children, not init's: they stay rtd's
@@ -400,6 +484,15 @@ int main(int argc, char **argv) {
                         uint64_t now = now_us(CLOCK_MONOTONIC);
                         timeout = now >= job_deadline ? 0 : (int) ((job_deadline - now + 999) / 1000);
                 }
+                /*
+                 * Nor is the socket's data while a job runs: rtd hands the next job over while this one runs,
+                 * and the worker, above the job's priority, would preempt it for each (a wake-up the kernel
+                 * filters by the events asked for, on rtd's CPU). That START is taken when the job ends
+                 * (SIGCHLD), before the reap; a DROP, which wants an answer now, comes with
+                 * WORKER_WAKE_SIGNAL. rtd's end (POLLHUP, always reported) is seen at once, as before.
+                 */
+                p[0].fd = orphan ? -1 : worker_sock;
+                p[0].events = job_pid > 0 ? 0 : POLLIN;
                 int n = poll(p, 2, timeout);
                 if (n < 0) {
                         if (errno == EINTR)
@@ -410,41 +503,20 @@ int main(int argc, char **argv) {
                         struct signalfd_siginfo si;
                         while (read(p[1].fd, &si, sizeof si) == sizeof si)
                                 ;
+                        if (drain_socket())
+                                return 0;
                         reap();
                 }
                 if (job_deadline && now_us(CLOCK_MONOTONIC) >= job_deadline) {
                         struct pollfd end = { .fd = job_steps, .events = 0 };
+                        if (drain_socket())     /* a START waiting to follow this job, first */
+                                return 0;
                         if (poll(&end, 1, 0) == 1 && (end.revents & (POLLHUP | POLLERR)))
                                 steps_done();           /* it exec'd (or died) in time */
                         else
                                 start_timed_out();
                 }
-                if (!orphan && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-                        ssize_t r = receive(in);
-                        if (r < 0 && (errno == EAGAIN || errno == EINTR))
-                                continue;
-                        if (r <= 0) {
-                                /* The daemon died or let us go: finish the running job first, if any. The one
-                                 * waiting behind it never starts; say so now, before the next rtd looks. */
-                                orphan = 1;
-                                p[0].fd = -1;
-                                if (pending) {
-                                        write_unstarted_file(pending->b.start.hdr.job_id);
-                                        inbox_close_fds(pending);
-                                }
-                                pending = NULL;
-                                if (job_pid <= 0)
-                                        return 0;
-                                continue;
-                        }
-                        bool whole = (size_t) r <= sizeof in->b.raw && (size_t) r >= sizeof(WorkerMsg);
-                        if (whole && in->b.start.hdr.type == WMSG_START)
-                                on_start();
-                        else {
-                                inbox_close_fds(in);    /* only a START carries descriptors */
-                                if (whole && in->b.start.hdr.type == WMSG_DROP)
-                                        on_drop(in->b.start.hdr.job_id);
-                        }
-                }
+                if (p[0].fd >= 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)) && drain_socket())
+                        return 0;
         }
 }

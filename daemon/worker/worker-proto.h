@@ -2,6 +2,7 @@
 /* The daemon <-> worker protocol: fixed-layout messages on a SOCK_SEQPACKET socketpair (one message per packet). */
 #pragma once
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "shared/cpuset.h"
@@ -24,6 +25,12 @@ typedef enum WorkerMsgType {
                                  * the step it hung in); it was killed and the worker has moved on */
 } WorkerMsgType;
 
+/*
+ * While a job runs the worker does not watch its socket (a message would preempt the job): it reads what
+ * came when the job ends. rtd sends this signal after a message that wants an answer sooner (DROP).
+ */
+#define WORKER_WAKE_SIGNAL SIGUSR1
+
 typedef struct WorkerMsg {
         uint32_t type;
         uint32_t pad;
@@ -43,8 +50,18 @@ typedef struct WorkerMsg {
 #define WORKER_START_RLIMITS 0x4       /* rlimits[] is set: the child applies them all before exec */
 #define WORKER_START_CPUSET 0x8        /* then the job's v1 cpuset directory (hybrid hosts) */
 /* Then n_join cgroup directories the child joins before anything else (cgroup v1 hierarchies: pids, memory). */
+/*
+ * The cpuset and n_join descriptors are not those directories but their cgroup.procs files, opened for
+ * writing by rtd: the child joins without a path lookup on the reserved CPU. Only with a v2 cgroup, whose
+ * cgroup.kill ends whatever the job leaves (every process of the job is in both), so the worker needs no v1
+ * directory to list them.
+ */
+#define WORKER_START_PROCS 0x10
+/* Then, last, the job cgroup's cgroup.kill file, opened for writing by rtd: the worker ends whatever the job
+ * left with it when the job's main process has ended, without a path lookup on the reserved CPU. */
+#define WORKER_START_KILL 0x20
 #define WORKER_START_MAX_JOIN 4
-#define WORKER_START_MAX_FDS (4 + WORKER_START_MAX_JOIN)
+#define WORKER_START_MAX_FDS (5 + WORKER_START_MAX_JOIN)
 
 typedef struct WorkerRlimit {
         uint64_t cur, max;

@@ -286,7 +286,9 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
                 .flags = (j->cgroup_fd >= 0 ? WORKER_START_CGROUP : 0) |
                          (j->cpuset_fd >= 0 ? WORKER_START_CPUSET : 0) |
                          (j->stdout_fd >= 0 && j->stderr_fd >= 0 ? WORKER_START_OUTPUT : 0) |
-                         (j->rlimits ? WORKER_START_RLIMITS : 0),
+                         (j->rlimits ? WORKER_START_RLIMITS : 0) |
+                         (j->procs_files ? WORKER_START_PROCS : 0) |
+                         (j->kill_fd >= 0 ? WORKER_START_KILL : 0),
                 .policy = j->policy,
                 .priority = j->priority,
                 .uid = j->uid,
@@ -365,6 +367,8 @@ int worker_send_job(Worker *w, const WorkerJob *j) {
         }
         for (unsigned i = 0; i < j->n_join; i++)
                 fds[n_fds++] = j->join_fds[i];
+        if (st.flags & WORKER_START_KILL)
+                fds[n_fds++] = j->kill_fd;
         struct msghdr mh = { .msg_iov = v, .msg_iovlen = n_iov };
         if (n_fds > 0) {
                 mh.msg_control = &control;
@@ -389,5 +393,8 @@ int worker_drop_job(Worker *w, uint64_t job_id) {
         do
                 n = send(w->fd, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
-        return n < 0 ? -errno : 0;
+        if (n < 0)
+                return -errno;
+        (void) kill(w->pid, WORKER_WAKE_SIGNAL);        /* it reads its socket now, also while a job runs */
+        return 0;
 }

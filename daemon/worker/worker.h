@@ -65,6 +65,8 @@ typedef struct WorkerJob {
         unsigned start_timeout_ms;      /* the child must exec within this, else it is killed; 0: no limit */
         const int *join_fds;            /* cgroup v1 directories the child joins first */
         unsigned n_join;
+        bool procs_files;               /* cpuset_fd and join_fds are those directories' cgroup.procs files */
+        int kill_fd;                    /* the job cgroup's cgroup.kill, open for writing, or -1 */
         const WorkerRlimit *rlimits;    /* WORKER_RLIMITS entries the child sets, or NULL: rtd's own stay */
         char *const *argv;
         char *const *env;

@@ -424,13 +424,15 @@ def next_job_waits_in_the_worker():
     moment the running one ends ("starting" meanwhile); behind a job that runs on, it is taken back to the
     queue, and runs once, in order; its timeout counts from its own start."""
     with JobRtd() as rtd, ran_log("rtd-ahead-") as log:
-        front, nxt = hand_ahead(rtd, ["/bin/sleep", "1"], ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}'])
-        # Taken back once the job in front has run 100 ms: queued again, not started.
+        front, nxt = hand_ahead(rtd, ["/bin/sleep", "3"], ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}'])
+        # Taken back once the job in front has run 100 ms: queued again, not started. The worker answers
+        # while that job still runs (it is woken for the request, not only when its job ends).
         end = time.time() + 5
         while job(rtd, nxt["id"])["state"] != "queued" and time.time() < end:
             time.sleep(0.02)
         j = job(rtd, nxt["id"])
         assert j["state"] == "queued" and j["pid"] is None, j
+        assert job(rtd, front["id"])["state"] == "running", "given back only when the job in front ended"
         assert wait_final(rtd, nxt["id"])["state"] == "succeeded"
         assert wait_final(rtd, front["id"])["state"] == "succeeded"
         assert open(log).read().split() == [str(nxt["id"])]         # it ran once
@@ -465,6 +467,56 @@ def job_waiting_in_the_worker_survives_a_crash():
         assert j["state"] == "succeeded", j
         assert open(log).read().split() == [str(nxt["id"])]
         assert "never ran: queued again" in rtd.read_log(), rtd.read_log()[-2000:]
+
+
+@test
+def job_that_ran_while_rtd_was_stuck_is_not_run_again():
+    """A job waits in the worker behind a short one; rtd is stopped (SIGSTOP) before it hears anything, the
+    job starts, runs and ends meanwhile, and rtd is then killed (kill -9: its workers die with it, their
+    messages unread). The store still calls it "starting" with no pid, but it did run: after the restart it
+    is lost (whether it ran is unknown to rtd), never run a second time (its cgroup's CPU time is the proof,
+    rtd names the output files itself)."""
+    with JobRtd() as rtd, ran_log("rtd-ahead-stuck-") as log:
+        front, nxt = hand_ahead(rtd, ["/bin/sleep", "0.3"], ["/bin/sh", "-c", f'echo "$RTD_JOB_ID" >> {log}'])
+        rtd.signal(signal.SIGSTOP)
+        end = time.time() + 10
+        while not (os.path.exists(log) and open(log).read()) and time.time() < end:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        rtd.kill9()
+        assert open(log).read().split() == [str(nxt["id"])], "the job did not run while rtd was stopped"
+        rtd.start()
+        wait_workers_ready(rtd)
+        j = wait_final(rtd, nxt["id"])
+        assert j["state"] == "lost", j
+        time.sleep(0.5)
+        assert open(log).read().split() == [str(nxt["id"])]        # once, not again
+        assert wait_final(rtd, front["id"])["state"] in ("lost", "succeeded")
+
+
+@test
+def what_a_job_leaves_behind_dies_with_it():
+    """A job that starts a process in a session of its own and exits: when its main process ends, whatever
+    it left in its cgroup is killed (the worker writes the cgroup's cgroup.kill, which rtd opened for it),
+    also when it ran in an array of short tasks, one after the other on the same worker."""
+    with JobRtd() as rtd:
+        tmp = tempfile.mkdtemp(prefix="rtd-leftover-")
+        os.chmod(tmp, 0o777)
+        try:
+            loop = "while :; do date +%s%N > {f}; sleep 0.05; done"
+            ids = [submit(rtd, {"argv": ["/bin/sh", "-c", f"setsid sh -c '{loop.format(f=f)}' </dev/null >/dev/null 2>&1 & "
+                                         f"while [ ! -s {f} ]; do sleep 0.01; done; exit 0"]})["id"]
+                   for f in (os.path.join(tmp, f"t{i}") for i in range(3))]
+            for jid in ids:
+                assert wait_final(rtd, jid)["state"] == "succeeded"
+            time.sleep(1)
+            before = {f: os.stat(os.path.join(tmp, f)).st_mtime_ns for f in os.listdir(tmp)}
+            assert len(before) == 3, before     # each left its loop running, for a while at least
+            time.sleep(0.5)
+            after = {f: os.stat(os.path.join(tmp, f)).st_mtime_ns for f in os.listdir(tmp)}
+            assert after == before, "a process a finished job left behind still runs"
+        finally:
+            subprocess.run(["rm", "-rf", tmp])
 
 
 def started_order(rtd, ids):
