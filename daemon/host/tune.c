@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "irq.h"
@@ -106,30 +107,46 @@ static void set_numeric(KnobCtx *k, TuneState *st, const char *name, const char 
         t->outcome = KNOB_SET;
 }
 
-char *tune_fair_server_unavailable(int sys_fd) {
+/* "6.12.0-1-amd64" >= 6.12 */
+static bool release_has_fair_server(const char *release) {
+        unsigned major = 0, minor = 0;
+
+        return release && sscanf(release, "%u.%u", &major, &minor) == 2 && (major > 6 || (major == 6 && minor >= 12));
+}
+
+int tune_fair_server_probe(int sys_fd, const char *release, char **ret_why) {
         _cleanup_free_ char *s = NULL;
         struct stat sb;
-        char *why = NULL;
+        const char *why;
         int r;
 
+        *ret_why = NULL;
         r = read_one_line_at(sys_fd, "kernel/debug/sched/fair_server/cpu0/runtime", &s);
         if (r >= 0)
-                return NULL;
-        if (r == -ENOENT && fstatat(sys_fd, "kernel/debug/sched", &sb, 0) == 0)
-                why = strdup("this kernel has no fair deadline server (it came with Linux 6.12)");
-        else if (r == -ENOENT)
-                why = strdup("debugfs is not mounted at /sys/kernel/debug (mount -t debugfs none "
-                             "/sys/kernel/debug)");
+                return 0;
+        /* Without debugfs the kernel's release says whether there is a fair server at all. */
+        if (r == -ENOENT && (fstatat(sys_fd, "kernel/debug/sched", &sb, 0) == 0 || !release_has_fair_server(release))) {
+                why = "this kernel has no fair deadline server (it came with Linux 6.12)";
+                r = -EOPNOTSUPP;
+        } else if (r == -ENOENT)
+                why = "debugfs is not mounted at /sys/kernel/debug (mount -t debugfs none /sys/kernel/debug, "
+                      "then reload rtd)";
         else if (r == -EPERM)
-                why = strdup("kernel lockdown restricts debugfs (kernel_lockdown(7)): the fair server "
-                             "runtime cannot be read or changed");
-        else if (asprintf(&why, "cannot read /sys/kernel/debug/sched/fair_server: %s", strerror(-r)) < 0)
-                why = NULL;
-        return why;
+                why = "kernel lockdown restricts debugfs (kernel_lockdown(7)): the fair server runtime cannot be "
+                      "read or changed on this boot";
+        else {
+                if (asprintf(ret_why, "cannot read /sys/kernel/debug/sched/fair_server: %s", strerror(-r)) < 0)
+                        *ret_why = NULL;
+                return r;
+        }
+        *ret_why = strdup(why);
+        return r;
 }
 
 static void set_fair_server(KnobCtx *k, const RtdConfig *c, const CpuSet *reserved, TuneState *st) {
-        _cleanup_free_ char *unavailable = tune_fair_server_unavailable(k->sys_fd);
+        _cleanup_free_ char *unavailable = NULL;
+        struct utsname u;
+        int avail = tune_fair_server_probe(k->sys_fd, uname(&u) == 0 ? u.release : NULL, &unavailable);
 
         /* CPUs no longer reserved, or FairServerRuntimeUSec=keep after a reload: give them back. */
         if (k->journal)
@@ -145,15 +162,25 @@ static void set_fair_server(KnobCtx *k, const RtdConfig *c, const CpuSet *reserv
                                         (void) knob_reset(k, KNOB_SYS, p);
                         }
                 }
-        if (unavailable || c->fair_server_runtime_usec == TUNE_KEEP) {
+        if (avail < 0 || c->fair_server_runtime_usec == TUNE_KEEP) {
                 TuneKnob *t = knob_new(st, "fair_server.runtime", KNOB_SYS, "kernel/debug/sched/fair_server");
                 if (!t)
                         return;
                 if (c->fair_server_runtime_usec == TUNE_KEEP)
                         knob_why(t, KNOB_LEFT_ALONE, "FairServerRuntimeUSec=keep%s%s",
                                  unavailable ? "; and " : "", strempty(unavailable));
-                else
-                        knob_why(t, KNOB_UNAVAILABLE, "%s", unavailable);
+                else if (avail == -EOPNOTSUPP)
+                        knob_why(t, KNOB_UNAVAILABLE, "%s", strempty(unavailable));     /* nothing to turn off */
+                else {
+                        /* Asked for and not done: a failure, named in status and the log, never a silent
+                         * "unavailable" (CFS tasks keep up to 5% of each reserved CPU). */
+                        knob_why(t, KNOB_FAILED, "FairServerRuntimeUSec=%" PRIi64 " not applied: %s",
+                                 c->fair_server_runtime_usec, strempty(unavailable));
+                        if (!k->plan)
+                                log_warning_errno(avail, "[Tuning] FairServerRuntimeUSec=%" PRIi64 " cannot be applied "
+                                                  "to the reserved CPUs, CFS tasks keep up to 5%% of each: %s",
+                                                  c->fair_server_runtime_usec, strempty(unavailable));
+                }
                 return;
         }
         /* Only the reserved CPUs: housekeeping CPUs keep their starvation protection. */

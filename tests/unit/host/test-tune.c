@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Tuning knobs and the cgroup v2 backend on fixture trees: configured values, keep, unavailable knobs and
  * why, workqueue masks, the fair server per reserved CPU, cpusets and the isolated partition, and restore. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include <cmocka.h>
 
@@ -111,19 +113,32 @@ static void test_fair_server_unavailable(void **state) {
         TuneState st = {};
         char *why;
 
-        why = tune_fair_server_unavailable(f->sys_fd);
+        struct utsname u;
+
+        assert_int_equal(tune_fair_server_probe(f->sys_fd, "6.18.4", &why), -EOPNOTSUPP);
         assert_non_null(strstr(why, "no fair deadline server"));
         free(why);
-        why = tune_fair_server_unavailable(g->sys_fd);
+        /* No debugfs: the release says whether there is a fair server to turn off. */
+        assert_int_equal(tune_fair_server_probe(g->sys_fd, "6.12.0-1-amd64", &why), -ENOENT);
         assert_non_null(strstr(why, "debugfs is not mounted"));
         free(why);
+        assert_int_equal(tune_fair_server_probe(g->sys_fd, "6.1.0-50-amd64", &why), -EOPNOTSUPP);
+        assert_non_null(strstr(why, "no fair deadline server"));
+        free(why);
 
+        /* Asked for where it cannot be done: a failure that says why, never a silent "unavailable" (on a
+         * kernel without a fair server, as uname says here, there is nothing to turn off). */
         c->fair_server_runtime_usec = 0;
         c->rt_runtime_usec = -1;
         assert_int_equal(tune_apply(&g->k, c, &hk, &reserved, 2, &st), 0);
         const TuneKnob *t = knob(&st, "fair_server.runtime");
-        assert_int_equal(t->outcome, KNOB_UNAVAILABLE);
-        assert_non_null(strstr(t->why, "debugfs"));
+        assert_int_equal(uname(&u), 0);
+        if (tune_fair_server_probe(g->sys_fd, u.release, &why) == -ENOENT) {
+                assert_int_equal(t->outcome, KNOB_FAILED);
+                assert_non_null(strstr(t->why, "FairServerRuntimeUSec=0 not applied: debugfs is not mounted"));
+        } else
+                assert_int_equal(t->outcome, KNOB_UNAVAILABLE);
+        free(why);
         t = knob(&st, "kernel.sched_rt_runtime_us");
         assert_int_equal(t->outcome, KNOB_UNAVAILABLE);  /* the fixture has no /proc/sys */
         tune_state_done(&st);
