@@ -158,8 +158,10 @@ static void set_fair_server(KnobCtx *k, const RtdConfig *c, const CpuSet *reserv
                         if (cpu && (c->fair_server_runtime_usec == TUNE_KEEP ||
                                     !cpuset_isset(reserved, (unsigned) atoi(cpu)))) {
                                 _cleanup_free_ char *p = strdup(e->key);
-                                if (p)
-                                        (void) knob_reset(k, KNOB_SYS, p);
+                                int r = p ? knob_reset(k, KNOB_SYS, p) : -ENOMEM;
+                                if (r < 0)      /* kept in the journal: the stop or rtd --restore retries */
+                                        log_warning_errno(r, "Could not give /sys/%s back its original yet: %m",
+                                                          p ? p : "?");
                         }
                 }
         if (avail < 0 || c->fair_server_runtime_usec == TUNE_KEEP) {

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
 
@@ -146,6 +147,38 @@ static void test_fair_server_unavailable(void **state) {
         knob_fixture_free(g);
 }
 
+/* debugfs unmounted after rtd turned the fair server off: the value is still in force, so no path may drop
+ * the journal entry as "gone" (as an IRQ that went away with its device is): the stop's replay fails and
+ * says so, and a replay once debugfs is back puts the original back. */
+static void test_fair_server_restore_waits_for_debugfs(void **state) {
+        KnobFixture *f = knob_fixture_new("irq-basic");
+        _cleanup_(config_freep) RtdConfig *c = config_new();
+        CpuSet hk = set_of("0-1"), reserved = set_of("2-3"), smaller = set_of("3");
+        ReplayReport rep;
+        TuneState st = {};
+
+        c->fair_server_runtime_usec = 0;
+        assert_int_equal(tune_apply(&f->k, c, &hk, &reserved, 4, &st), 0);
+        assert_string_equal(fx_read(f->sys_fd, "kernel/debug/sched/fair_server/cpu2/runtime"), "0");
+        assert_int_equal(renameat(f->sys_fd, "kernel/debug", f->sys_fd, "kernel/debug-unmounted"), 0);
+        /* CPU 2 leaves while debugfs is away: its entry stays. */
+        assert_int_equal(tune_apply(&f->k, c, &hk, &smaller, 4, &st), 0);
+        assert_non_null(journal_find(f->journal, JOURNAL_KNOB, KNOB_SYS, "kernel/debug/sched/fair_server/cpu2/runtime"));
+        assert_int_equal(journal_replay(f->journal, f->proc_fd, f->sys_fd, &rep), -EIO);
+        assert_int_equal(rep.failed, 2);
+        assert_int_equal(rep.skipped, 0);
+        assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rep.problems, 0), "error")),
+                               "debugfs is no longer mounted"));
+        replay_report_done(&rep);
+        assert_int_equal(renameat(f->sys_fd, "kernel/debug-unmounted", f->sys_fd, "kernel/debug"), 0);
+        assert_int_equal(journal_replay(f->journal, f->proc_fd, f->sys_fd, &rep), 0);
+        assert_string_equal(fx_read(f->sys_fd, "kernel/debug/sched/fair_server/cpu2/runtime"), "50000000");
+        assert_string_equal(fx_read(f->sys_fd, "kernel/debug/sched/fair_server/cpu3/runtime"), "50000000");
+        replay_report_done(&rep);
+        tune_state_done(&st);
+        knob_fixture_free(f);
+}
+
 static int partition_refused(int dir_fd, const char *path, const char *value) {
         /* What the kernel shows when it takes the word but cannot make the partition. */
         if (strstr(path, "cpuset.cpus.partition") && streq(value, "isolated"))
@@ -224,6 +257,7 @@ int main(void) {
                 cmocka_unit_test(test_tune_apply_restore),
                 cmocka_unit_test(test_tune_reapply_after_reload),
                 cmocka_unit_test(test_fair_server_unavailable),
+                cmocka_unit_test(test_fair_server_restore_waits_for_debugfs),
                 cmocka_unit_test(test_cgroup_backend),
                 cmocka_unit_test(test_backend_detect),
         };
