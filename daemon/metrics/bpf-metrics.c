@@ -166,7 +166,7 @@ static const char *baseline_scope(BpfCollector *b) {
 static void every_thread_fallback(BpfCollector *b, const char *why) {
         _cleanup_free_ char *instead = NULL;
 
-        if (asprintf(&instead, "%s; tasks already on a reserved CPU are noted from %s", why, baseline_scope(b)) >= 0)
+        if (asprintf(&instead, "%s: tasks already on a reserved CPU are noted from %s", why, baseline_scope(b)) >= 0)
                 note_fallback(b, "every-thread baseline", instead);
 }
 
