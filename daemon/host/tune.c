@@ -199,7 +199,15 @@ static void set_fair_server(KnobCtx *k, const RtdConfig *c, const CpuSet *reserv
                 snprintf(value, sizeof value, "%" PRIi64, c->fair_server_runtime_usec * 1000);
                 t->configured = strdup(value);
                 r = knob_set(k, KNOB_SYS, path, value, NULL);
-                if (r < 0) {
+                if (r == -EBUSY) {
+                        /* The kernel's bookkeeping, not a busy CPU (see tune_apply()). */
+                        knob_why(t, KNOB_FAILED, "writing %s failed: %s: the kernel's deadline bandwidth "
+                                 "accounting no longer holds the fair servers' share (on 6.12 each read of "
+                                 "kernel.sched_rt_runtime_us rebuilds the root domains and drops it); only a "
+                                 "reboot restores it", value, strerror(-r));
+                        log_warning_errno(r, "Could not set %s to %s (the kernel lost the fair servers' deadline "
+                                          "bandwidth accounting, a 6.12 bug; a reboot restores it): %m", name, value);
+                } else if (r < 0) {
                         knob_why(t, KNOB_FAILED, "writing %s failed: %s", value, strerror(-r));
                         log_warning_errno(r, "Could not set %s to %s: %m", name, value);
                 } else
@@ -295,9 +303,16 @@ void tune_apply_workqueues(KnobCtx *k, const CpuSet *hk, unsigned nr_cpu_ids) {
 int tune_apply(KnobCtx *k, const RtdConfig *c, const CpuSet *hk, const CpuSet *reserved, unsigned nr_cpu_ids,
                TuneState *st) {
         tune_state_done(st);
+        /*
+         * The fair server before kernel.sched_rt_runtime_us: on 6.12 (Debian's 6.12.95, the VM tier) even a
+         * read of that sysctl runs rebuild_sched_domains() (sched_rt_handler), and the rebuild drops the fair
+         * servers' share from the root domain's deadline bandwidth (dl_bw->total_bw 209712 -> 0 on 4 CPUs):
+         * from then on every write that lowers a fair server's runtime fails with EBUSY (the total minus the
+         * server's old share wraps below zero) until the next boot. Raising it (the restore) still works.
+         */
+        set_fair_server(k, c, reserved, st);
         set_numeric(k, st, "kernel.sched_rt_runtime_us", "sys/kernel/sched_rt_runtime_us", c->rt_runtime_usec,
                     "RTRuntimeUSec");
-        set_fair_server(k, c, reserved, st);
         /*
          * kernel.timer_migration, decided by measuring both with bench/floor-run on 6.18 (HZ=250, no NO_HZ_FULL):
          * a busy reserved CPU took 252.7 and 254.9 LOC/s with 1 against 254.3 and 257.7 with 0 (idle and loaded
