@@ -4,6 +4,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +17,33 @@ struct BaselineAll {
         struct sched_metrics_all *skel;
 };
 
-bool baseline_all_supported(const struct btf *vmlinux) {
+static bool kernel_has_kfuncs(const struct btf *vmlinux) {
         return bpf_kernel_has_func(vmlinux, "bpf_iter_task_new") &&
                bpf_kernel_has_func(vmlinux, "bpf_iter_task_next") &&
                bpf_kernel_has_func(vmlinux, "bpf_iter_task_destroy") &&
                bpf_kernel_has_func(vmlinux, "bpf_iter_task");   /* the iter/task target it runs from */
+}
+
+const char *baseline_all_unusable(bool btf, const struct btf *vmlinux) {
+        const char *e = getenv("RTD_BPF_EVERY_THREAD");
+
+        if (!btf)
+                return "no BTF task iterator";
+        if (!kernel_has_kfuncs(vmlinux))
+                return "no bpf_iter_task_new, kernel < 6.7";
+        if (e && streq(e, "0"))
+                return "left out by RTD_BPF_EVERY_THREAD=0";
+        return NULL;
+}
+
+char *baseline_all_instead(const char *why, uint32_t ns_level) {
+        char *s = NULL;
+
+        /* No "; ": rtctl status splits the fallbacks there. */
+        if (asprintf(&s, "%s: tasks already on a reserved CPU are noted from rtd's PID namespace only%s", why,
+                     ns_level == 0 ? ", which is every thread while rtd runs in the initial one" : "") < 0)
+                return NULL;
+        return s;
 }
 
 /* Every map of its own but .bss/.rodata is the main object's, by name: its notes land in the same tables. */

@@ -11,8 +11,11 @@ struct btf;
 struct bpf_object;
 typedef struct BaselineAll BaselineAll;
 
-/* Whether this kernel has the kfuncs the object calls (vmlinux parsed once by the caller). */
-bool baseline_all_supported(const struct btf *vmlinux);
+/* Why the object cannot be used here (btf: the collector runs its tp_btf programs; vmlinux parsed once by
+ * the caller), or NULL when it can. RTD_BPF_EVERY_THREAD=0 leaves it out (a test switch). */
+const char *baseline_all_unusable(bool btf, const struct btf *vmlinux);
+/* The named fallback's text: what stands in for it, given why and rtd's PID namespace depth (0: initial). */
+char *baseline_all_instead(const char *why, uint32_t ns_level);
 /* Open and load it on the loaded main object's maps. */
 int baseline_all_new(const struct bpf_object *main, uint32_t intruder_table_size, BaselineAll **ret);
 /* Note every thread now on a reserved CPU (the mask and epoch as the main object has them). */

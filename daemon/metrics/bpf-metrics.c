@@ -158,35 +158,11 @@ static void choose_programs(BpfCollector *b, const struct btf *vmlinux) {
         }
 }
 
-static const char *baseline_scope(BpfCollector *b) {
-        return b->ns_level == 0 ? "rtd's PID namespace only, which is every thread while rtd runs in the initial one" :
-                                  "rtd's PID namespace only";
-}
-
 static void every_thread_fallback(BpfCollector *b, const char *why) {
-        _cleanup_free_ char *instead = NULL;
+        _cleanup_free_ char *instead = baseline_all_instead(why, b->ns_level);
 
-        if (asprintf(&instead, "%s: tasks already on a reserved CPU are noted from %s", why, baseline_scope(b)) >= 0)
+        if (instead)
                 note_fallback(b, "every-thread baseline", instead);
-}
-
-/*
- * At start: whether the every-thread baseline's object can be used here; where not, a named fallback (the
- * baseline then walks rtd's PID namespace only, which misses PID 1's threads unless rtd runs in the initial
- * one). Loaded at the first reservation, not here: libbpf parses the kernel's BTF again for it (15-40 ms),
- * and an rtd that reserves nothing never needs it.
- */
-static void every_thread_check(BpfCollector *b, bool supported) {
-        const char *e = getenv("RTD_BPF_EVERY_THREAD");         /* test switch: "0" leaves it out */
-
-        if (!b->btf)
-                every_thread_fallback(b, "no BTF task iterator");
-        else if (!supported)
-                every_thread_fallback(b, "no bpf_iter_task_new, kernel < 6.7");
-        else if (e && streq(e, "0"))
-                every_thread_fallback(b, "left out by RTD_BPF_EVERY_THREAD=0");
-        else
-                b->all_pending = true;
 }
 
 /* On the loaded main object's maps. Never fatal: the main object is unaffected, and the fallback is named. */
@@ -199,7 +175,7 @@ static void every_thread_load(BpfCollector *b) {
         if (r >= 0)
                 return;
         log_warning_errno(r, "Cannot load the every-thread baseline's BPF object, the tasks already on a reserved "
-                          "CPU are noted from %s: %m", baseline_scope(b));
+                          "CPU are noted from rtd's PID namespace only: %m");
         (void) snprintf(why, sizeof why, "cannot load its object: %s", strerror(-r));
         every_thread_fallback(b, why);
 }
@@ -556,34 +532,6 @@ static void name_ipis(BpfCollector *b, Sample *s) {
         }
 }
 
-static int read_progs(const struct bpf_object *obj, Sample *s) {
-        struct bpf_program *p;
-
-        bpf_object__for_each_program(p, obj) {
-                struct bpf_prog_info info = {};
-                uint32_t len = sizeof info;
-                const char *sec;
-                ProgCounters *n;
-                int fd = bpf_program__fd(p);
-
-                if (fd < 0 || !bpf_program__autoload(p))
-                        continue;
-                if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
-                        continue;
-                n = reallocarray(s->progs, s->n_progs + 1, sizeof *n);
-                if (!n)
-                        return -ENOMEM;
-                s->progs = n;
-                sec = bpf_program__section_name(p);
-                sec = strchr(sec, '/') ? strchr(sec, '/') + 1 : bpf_program__name(p);
-                s->progs[s->n_progs] = (ProgCounters) { .run_ns = info.run_time_ns, .run_count = info.run_cnt,
-                                                        .misses = info.recursion_misses };
-                (void) snprintf(s->progs[s->n_progs].name, sizeof s->progs[s->n_progs].name, "%s", sec);
-                s->n_progs++;
-        }
-        return 0;
-}
-
 /*
  * Before the reading, on each reserved CPU where a switch-out went unreported (this kernel's blind spot for
  * PID 1's threads, bpf/sched-metrics-intruders.bpf.h): run sample_cpu there, so that runs no event showed
@@ -639,9 +587,9 @@ static int bpf_read(Collector *c, Sample *s) {
                 r = bpf_maps_read_ipis(bpf_map__fd(b->skel->maps.ipis), s);
         s->prog_stats_enabled = b->stats_fd >= 0;
         if (r >= 0)
-                r = read_progs(b->skel->obj, s);
+                r = bpf_maps_read_progs(b->skel->obj, s);
         if (r >= 0 && b->all)
-                r = read_progs(baseline_all_object(b->all), s);
+                r = bpf_maps_read_progs(baseline_all_object(b->all), s);
         s->end_usec = monotonic_ns() / 1000;
         if (r >= 0)
                 name_ipis(b, s);
@@ -760,7 +708,11 @@ int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret
         b->btf = force ? streq(force, "tp_btf") : tp_btf_usable(vmlinux);
         choose_programs(b, vmlinux);
         pid_namespace_of_self(&b->ns_level, &ns_inum);
-        every_thread_check(b, baseline_all_supported(vmlinux));
+        /* Loaded at the first reservation (bpf_set_reserved()), where it can be. */
+        const char *unusable = baseline_all_unusable(b->btf, vmlinux);
+        if (unusable)
+                every_thread_fallback(b, unusable);
+        b->all_pending = !unusable;
         btf__free(vmlinux);
         (void) bpf_map__set_max_entries(b->skel->maps.cpus, n);
         /* Room for a full table on every CPU: inserts then fail only where the per-CPU bound says so. */
