@@ -17,15 +17,21 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
  * sched_wakeup programs are loaded). */
 const volatile bool stamp_wakeups = false;
 
-/* Set before load ([Metrics] IntruderTableSize=): intruder table entries per reserved CPU. */
-const volatile __u32 intruder_table_size = 64;
+/* The maps and globals the every-thread baseline's object shares (reserved_cpus, reserve_epoch, ...). */
+#include "sched-metrics-common.bpf.h"
 
-/* Written by user space through the mmapped .bss: which CPUs are reserved, as a mask and as a list
- * (the first RTD_MAX_LISTED of them, for the loops of exec and IPI attribution). */
-__u8 reserved_cpus[RTD_MAX_CPUS];
+/* Written by user space through the mmapped .bss: the first RTD_MAX_LISTED reserved CPUs as a list, for the
+ * loops of exec and IPI attribution (the mask is reserved_cpus). */
 __u32 reserved_list[RTD_MAX_LISTED];
 __u32 n_listed;
-__u32 reserve_epoch;                    /* bumped at each change of the mask */
+
+/* raw_tp: task_store's stand-in, keyed by tid (raw tracepoint arguments are not trusted task pointers). */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 65536);
+        __type(key, __u32);
+        __type(value, struct rtd_task);
+} task_hash SEC(".maps");
 
 /* The kernel's tick rate, for user space (the tick is the floor of a core that cannot stop it). */
 extern unsigned int CONFIG_HZ __kconfig __weak;
@@ -38,54 +44,11 @@ __u32 guard_ns_level;
 __u32 guard_ns_inum;
 
 struct {
-        __uint(type, BPF_MAP_TYPE_ARRAY);
-        __uint(max_entries, 1);                 /* set to the number of possible CPUs before load */
-        __type(key, __u32);
-        __type(value, struct rtd_cpu);
-} cpus SEC(".maps");
-
-/* tp_btf: task local storage (freed with the task, no capacity limit, cheap lookups). */
-struct {
-        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-        __uint(map_flags, BPF_F_NO_PREALLOC);
-        __type(key, int);
-        __type(value, struct rtd_task);
-} task_store SEC(".maps");
-
-/* raw_tp: the same keyed by tid (raw tracepoint arguments are not trusted task pointers). */
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, 65536);
-        __type(key, __u32);
-        __type(value, struct rtd_task);
-} task_hash SEC(".maps");
-
-/*
- * tp_btf: rtd's own tasks (jobs, workers) again by tid. bpf_task_storage_get() in a tracing program gives
- * up (NULL) while a task-storage syscall on the same CPU was preempted halfway (a per-CPU busy count):
- * then the mark is looked up here instead, so no slice of a job is lost. Deleted at exit.
- */
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, 16384);
-        __type(key, __u32);
-        __type(value, struct rtd_task);
-} marks SEC(".maps");
-
-struct {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(max_entries, 4096);
         __type(key, __u64);
         __type(value, struct rtd_job);
 } jobs SEC(".maps");
-
-/* Not an LRU: an evicted entry would take its time with it. Sized intruder_table_size x CPUs at load. */
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, 4096);
-        __type(key, struct rtd_intruder_key);
-        __type(value, struct rtd_intruder);
-} intruders SEC(".maps");
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
@@ -108,18 +71,6 @@ struct {
         __type(value, struct rtd_irq_name);
 } irq_names SEC(".maps");
 
-/* Tasks already on a reserved CPU when its reservation began, until they run there or move
- * (sched-metrics-baseline.bpf.h). */
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(map_flags, BPF_F_NO_PREALLOC);
-        __uint(max_entries, 1024);
-        __type(key, struct rtd_intruder_key);
-        __type(value, struct rtd_baseline);
-} baseline SEC(".maps");
-__u32 baseline_noted;                   /* by the last reservation change */
-__u32 baseline_full;                    /* ... and how many found the map full */
-
 /* Runnable tasks waiting on reserved CPUs (starvation guard). LRU: a flood of waiters evicts the oldest
  * entries rather than failing, and a few stale ones cannot fill it. */
 struct {
@@ -130,7 +81,6 @@ struct {
 } waiters SEC(".maps");
 
 #define TASK_RUNNING 0
-#define PF_KTHREAD 0x00200000
 /* Policies of the fair class (uapi sched.h; vmlinux.h has no macros). */
 #define SCHED_NORMAL 0
 #define SCHED_BATCH 3
@@ -196,19 +146,6 @@ static __always_inline __u32 hist_slot(__u64 ns) {
         return r < RTD_HIST_SLOTS - 1 ? r : RTD_HIST_SLOTS - 1;
 }
 
-static __always_inline struct rtd_cpu *cpu_get(__u32 cpu) {
-        return bpf_map_lookup_elem(&cpus, &cpu);
-}
-
-static __always_inline bool cpu_reserved(__u32 cpu) {
-        __u32 idx = cpu & (RTD_MAX_CPUS - 1);
-
-        /* Keep the mask: clang drops it after the bounds check, which it may test on another register
-         * copy than the one indexing (an int CPU from sched_migrate_task), and the verifier refuses that. */
-        barrier_var(idx);
-        return cpu < RTD_MAX_CPUS && reserved_cpus[idx];
-}
-
 /* t's tid in rtd's PID namespace (struct pid's numbers[level]), 0 when t is not visible there. */
 static __always_inline __u32 ns_tid(struct task_struct *t) {
         struct pid *tp = BPF_CORE_READ(t, thread_pid);
@@ -244,10 +181,6 @@ static __always_inline struct rtd_job *job_get(struct rtd_task *t) {
         if (!t || t->kind != RTD_TASK_JOB)
                 return NULL;
         return bpf_map_lookup_elem(&jobs, &t->job_id);
-}
-
-static __always_inline bool exempt(struct rtd_task *t) {
-        return t && (t->kind == RTD_TASK_WORKER || t->kind == RTD_TASK_JOB);
 }
 
 #include "sched-metrics-intruders.bpf.h"

@@ -185,6 +185,12 @@ static void knobs_view(View *v, json_t *knobs) {
                 if (streq(state, "set"))
                         view_field(v, key, "%s %s → %s", view_jstr(v, k, "name", "?"), view_jstr(v, k, "original", "?"),
                                    view_jstr(v, k, "current", "?"));
+                else if (streq(state, "failed"))
+                        /* Asked for and not done (the fair server under lockdown, a refused write): a warning. */
+                        view_field(v, key, "%s!%s %s %s (%sfailed%s%s%s)", view_on(v, VC_WARN), view_off(v),
+                                   view_jstr(v, k, "name", "?"), view_jstr(v, k, "current", "-"), view_on(v, VC_BAD),
+                                   view_off(v), json_is_string(json_object_get(k, "why")) ? ": " : "",
+                                   view_jstr(v, k, "why", ""));
                 else
                         view_field(v, key, "%s %s (%s%s%s)", view_jstr(v, k, "name", "?"), view_jstr(v, k, "current", "-"),
                                    state, json_is_string(json_object_get(k, "why")) ? ": " : "",

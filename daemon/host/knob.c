@@ -94,6 +94,10 @@ done:
         return r < 0 ? r : 0;
 }
 
+bool knob_gone_is_restored(KnobRoot root, const char *path) {
+        return !(root == KNOB_SYS && startswith(path, "kernel/debug/"));
+}
+
 int knob_reset(KnobCtx *k, KnobRoot root, const char *path) {
         JournalEntry *e = k->journal ? journal_find(k->journal, JOURNAL_KNOB, root, path) : NULL;
         int r;
@@ -103,8 +107,8 @@ int knob_reset(KnobCtx *k, KnobRoot root, const char *path) {
         if (k->plan)
                 return knob_plan(k, root, path, e->applied, e->undo ?: e->original);
         r = knob_write_fn(k)(knob_root_fd(k, root), path, e->undo ?: e->original);
-        if (r < 0 && r != -ENOENT)
-                return r;
+        if (r < 0 && (r != -ENOENT || !knob_gone_is_restored(root, path)))
+                return r;               /* the entry stays, for the stop's replay or rtd --restore */
         journal_forget(k->journal, e);
         return journal_flush(k->journal);
 }

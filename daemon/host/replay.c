@@ -156,9 +156,14 @@ static int replay_one(JournalEntry *e, int proc_fd, int sys_fd, ReplayReport *re
                         r = restore_empty_cpuset(fd, e->key, rep);
                 else
                         r = knob_write(fd, e->key, v);
-                if (r == -ENOENT) {     /* the IRQ or cgroup went away with its device */
-                        rep->skipped++;
+                if (r == -ENOENT && knob_gone_is_restored(e->root, e->key)) {
+                        rep->skipped++;         /* the IRQ or cgroup went away with its device */
                         return 0;
+                }
+                if (r == -ENOENT) {
+                        report_problem(rep, e, r, "debugfs is no longer mounted at /sys/kernel/debug, and the "
+                                       "value rtd wrote is still in force: mount debugfs, then run rtd --restore");
+                        return r;
                 }
                 break;
         }

@@ -3,12 +3,14 @@
  * callbacks, managed IRQs, timers pulled in by timer migration, RT throttling, the fair server. Only reading;
  * what rtd can change at run time it changes elsewhere (tune.c, irq.c): this says what is left and what would
  * remove it. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 
 #include "residual.h"
+#include "tune.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 
@@ -108,16 +110,30 @@ json_t *residual_sources(int proc_fd, int sys_fd, const CpuSet *reserved) {
                 ev = drop(ev);
         }
 
-        /* The fair server (6.12+) lends CFS tasks runtime on a CPU busy with real-time work. */
-        for (int cpu = cpuset_first(reserved); cpu >= 0; cpu = cpuset_next(reserved, cpu)) {
+        /* The fair server (6.12+) lends CFS tasks runtime on a CPU busy with real-time work: up to 5% of
+         * it by default (50 ms a second). */
+        struct utsname u;
+        _cleanup_free_ char *why = NULL;
+        int fs = tune_fair_server_probe(sys_fd, uname(&u) == 0 ? u.release : NULL, &why);
+        if (fs == -EOPNOTSUPP)
+                add(a, "fair server", false, why, NULL);
+        else if (fs < 0 && asprintf(&ev, "%s: CFS tasks may get up to 5%% of a reserved CPU", strempty(why)) >= 0) {
+                add(a, "fair server", true, ev, fs == -EPERM ? "boot without kernel lockdown (kernel_lockdown(7)), "
+                    "then set [Tuning] FairServerRuntimeUSec=0: nothing at run time changes it under lockdown" :
+                    "mount debugfs and set [Tuning] FairServerRuntimeUSec=0");
+                ev = drop(ev);
+        }
+        for (int cpu = cpuset_first(reserved); fs == 0 && cpu >= 0; cpu = cpuset_next(reserved, cpu)) {
                 char path[96];
                 _cleanup_free_ char *runtime = NULL;
 
                 (void) snprintf(path, sizeof path, "kernel/debug/sched/fair_server/cpu%d/runtime", cpu);
                 if (read_one_line_at(sys_fd, path, &runtime) < 0) {
-                        add(a, "fair server", true, "cannot read /sys/kernel/debug/sched/fair_server (debugfs not "
-                            "mounted or kernel < 6.12): CFS tasks may get up to 5% of a reserved CPU",
-                            "mount debugfs and set [Tuning] FairServerRuntimeUSec=0");
+                        if (asprintf(&ev, "cannot read /sys/%s: CFS tasks may get up to 5%% of a reserved CPU",
+                                     path) < 0)
+                                return a;
+                        add(a, "fair server", true, ev, "[Tuning] FairServerRuntimeUSec=0");
+                        ev = drop(ev);
                         break;
                 }
                 if (!streq(runtime, "0")) {

@@ -110,6 +110,10 @@ void journal_register_undo(JournalKind kind, JournalUndoFn fn);
 typedef int (*KnobWriteFn)(int dir_fd, const char *path, const char *value);
 /* One write() replacing the value (O_TRUNC: kernel files ignore it, fixture files need it). */
 int knob_write(int dir_fd, const char *path, const char *value);
+/* A knob whose file is gone (ENOENT) at restore went away with its device (an IRQ, a cgroup): nothing to put
+ * back. Not under debugfs (the fair server): there ENOENT means debugfs was unmounted since, and the value
+ * rtd wrote is still in force, so the entry must stay for a later restore. */
+bool knob_gone_is_restored(KnobRoot root, const char *path);
 /* Writes the kernel took through knob_write() since rtd started (a refused one changed nothing): how a start
  * that adopted a reservation shows it changed nothing. */
 uint64_t knob_writes(void);

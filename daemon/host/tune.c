@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "irq.h"
@@ -106,30 +107,46 @@ static void set_numeric(KnobCtx *k, TuneState *st, const char *name, const char 
         t->outcome = KNOB_SET;
 }
 
-char *tune_fair_server_unavailable(int sys_fd) {
+/* "6.12.0-1-amd64" >= 6.12 */
+static bool release_has_fair_server(const char *release) {
+        unsigned major = 0, minor = 0;
+
+        return release && sscanf(release, "%u.%u", &major, &minor) == 2 && (major > 6 || (major == 6 && minor >= 12));
+}
+
+int tune_fair_server_probe(int sys_fd, const char *release, char **ret_why) {
         _cleanup_free_ char *s = NULL;
         struct stat sb;
-        char *why = NULL;
+        const char *why;
         int r;
 
+        *ret_why = NULL;
         r = read_one_line_at(sys_fd, "kernel/debug/sched/fair_server/cpu0/runtime", &s);
         if (r >= 0)
-                return NULL;
-        if (r == -ENOENT && fstatat(sys_fd, "kernel/debug/sched", &sb, 0) == 0)
-                why = strdup("this kernel has no fair deadline server (it came with Linux 6.12)");
-        else if (r == -ENOENT)
-                why = strdup("debugfs is not mounted at /sys/kernel/debug (mount -t debugfs none "
-                             "/sys/kernel/debug)");
+                return 0;
+        /* Without debugfs the kernel's release says whether there is a fair server at all. */
+        if (r == -ENOENT && (fstatat(sys_fd, "kernel/debug/sched", &sb, 0) == 0 || !release_has_fair_server(release))) {
+                why = "this kernel has no fair deadline server (it came with Linux 6.12)";
+                r = -EOPNOTSUPP;
+        } else if (r == -ENOENT)
+                why = "debugfs is not mounted at /sys/kernel/debug (mount -t debugfs none /sys/kernel/debug, "
+                      "then reload rtd)";
         else if (r == -EPERM)
-                why = strdup("kernel lockdown restricts debugfs (kernel_lockdown(7)): the fair server "
-                             "runtime cannot be read or changed");
-        else if (asprintf(&why, "cannot read /sys/kernel/debug/sched/fair_server: %s", strerror(-r)) < 0)
-                why = NULL;
-        return why;
+                why = "kernel lockdown restricts debugfs (kernel_lockdown(7)): the fair server runtime cannot be "
+                      "read or changed on this boot";
+        else {
+                if (asprintf(ret_why, "cannot read /sys/kernel/debug/sched/fair_server: %s", strerror(-r)) < 0)
+                        *ret_why = NULL;
+                return r;
+        }
+        *ret_why = strdup(why);
+        return r;
 }
 
 static void set_fair_server(KnobCtx *k, const RtdConfig *c, const CpuSet *reserved, TuneState *st) {
-        _cleanup_free_ char *unavailable = tune_fair_server_unavailable(k->sys_fd);
+        _cleanup_free_ char *unavailable = NULL;
+        struct utsname u;
+        int avail = tune_fair_server_probe(k->sys_fd, uname(&u) == 0 ? u.release : NULL, &unavailable);
 
         /* CPUs no longer reserved, or FairServerRuntimeUSec=keep after a reload: give them back. */
         if (k->journal)
@@ -141,19 +158,31 @@ static void set_fair_server(KnobCtx *k, const RtdConfig *c, const CpuSet *reserv
                         if (cpu && (c->fair_server_runtime_usec == TUNE_KEEP ||
                                     !cpuset_isset(reserved, (unsigned) atoi(cpu)))) {
                                 _cleanup_free_ char *p = strdup(e->key);
-                                if (p)
-                                        (void) knob_reset(k, KNOB_SYS, p);
+                                int r = p ? knob_reset(k, KNOB_SYS, p) : -ENOMEM;
+                                if (r < 0)      /* kept in the journal: the stop or rtd --restore retries */
+                                        log_warning_errno(r, "Could not give /sys/%s back its original yet: %m",
+                                                          p ? p : "?");
                         }
                 }
-        if (unavailable || c->fair_server_runtime_usec == TUNE_KEEP) {
+        if (avail < 0 || c->fair_server_runtime_usec == TUNE_KEEP) {
                 TuneKnob *t = knob_new(st, "fair_server.runtime", KNOB_SYS, "kernel/debug/sched/fair_server");
                 if (!t)
                         return;
                 if (c->fair_server_runtime_usec == TUNE_KEEP)
                         knob_why(t, KNOB_LEFT_ALONE, "FairServerRuntimeUSec=keep%s%s",
                                  unavailable ? "; and " : "", strempty(unavailable));
-                else
-                        knob_why(t, KNOB_UNAVAILABLE, "%s", unavailable);
+                else if (avail == -EOPNOTSUPP)
+                        knob_why(t, KNOB_UNAVAILABLE, "%s", strempty(unavailable));     /* nothing to turn off */
+                else {
+                        /* Asked for and not done: a failure, named in status and the log, never a silent
+                         * "unavailable" (CFS tasks keep up to 5% of each reserved CPU). */
+                        knob_why(t, KNOB_FAILED, "FairServerRuntimeUSec=%" PRIi64 " not applied: %s",
+                                 c->fair_server_runtime_usec, strempty(unavailable));
+                        if (!k->plan)
+                                log_warning_errno(avail, "[Tuning] FairServerRuntimeUSec=%" PRIi64 " cannot be applied "
+                                                  "to the reserved CPUs, CFS tasks keep up to 5%% of each: %s",
+                                                  c->fair_server_runtime_usec, strempty(unavailable));
+                }
                 return;
         }
         /* Only the reserved CPUs: housekeeping CPUs keep their starvation protection. */
@@ -170,7 +199,15 @@ static void set_fair_server(KnobCtx *k, const RtdConfig *c, const CpuSet *reserv
                 snprintf(value, sizeof value, "%" PRIi64, c->fair_server_runtime_usec * 1000);
                 t->configured = strdup(value);
                 r = knob_set(k, KNOB_SYS, path, value, NULL);
-                if (r < 0) {
+                if (r == -EBUSY) {
+                        /* The kernel's bookkeeping, not a busy CPU (see tune_apply()). */
+                        knob_why(t, KNOB_FAILED, "writing %s failed: %s: the kernel's deadline bandwidth "
+                                 "accounting no longer holds the fair servers' share (on 6.12 each read of "
+                                 "kernel.sched_rt_runtime_us rebuilds the root domains and drops it); only a "
+                                 "reboot restores it", value, strerror(-r));
+                        log_warning_errno(r, "Could not set %s to %s (the kernel lost the fair servers' deadline "
+                                          "bandwidth accounting, a 6.12 bug; a reboot restores it): %m", name, value);
+                } else if (r < 0) {
                         knob_why(t, KNOB_FAILED, "writing %s failed: %s", value, strerror(-r));
                         log_warning_errno(r, "Could not set %s to %s: %m", name, value);
                 } else
@@ -266,9 +303,16 @@ void tune_apply_workqueues(KnobCtx *k, const CpuSet *hk, unsigned nr_cpu_ids) {
 int tune_apply(KnobCtx *k, const RtdConfig *c, const CpuSet *hk, const CpuSet *reserved, unsigned nr_cpu_ids,
                TuneState *st) {
         tune_state_done(st);
+        /*
+         * The fair server before kernel.sched_rt_runtime_us: on 6.12 (Debian's 6.12.95, the VM tier) even a
+         * read of that sysctl runs rebuild_sched_domains() (sched_rt_handler), and the rebuild drops the fair
+         * servers' share from the root domain's deadline bandwidth (dl_bw->total_bw 209712 -> 0 on 4 CPUs):
+         * from then on every write that lowers a fair server's runtime fails with EBUSY (the total minus the
+         * server's old share wraps below zero) until the next boot. Raising it (the restore) still works.
+         */
+        set_fair_server(k, c, reserved, st);
         set_numeric(k, st, "kernel.sched_rt_runtime_us", "sys/kernel/sched_rt_runtime_us", c->rt_runtime_usec,
                     "RTRuntimeUSec");
-        set_fair_server(k, c, reserved, st);
         /*
          * kernel.timer_migration, decided by measuring both with bench/floor-run on 6.18 (HZ=250, no NO_HZ_FULL):
          * a busy reserved CPU took 252.7 and 254.9 LOC/s with 1 against 254.3 and 257.7 with 0 (idle and loaded

@@ -39,5 +39,7 @@ int tune_apply(KnobCtx *k, const RtdConfig *c, const CpuSet *housekeeping, const
 void tune_apply_workqueues(KnobCtx *k, const CpuSet *housekeeping, unsigned nr_cpu_ids);
 /* Knobs with original → current (read now) and why knobs were left alone. */
 json_t *tune_state_to_json(const TuneState *st, int proc_fd, int sys_fd);
-/* Why the fair server cannot be tuned here, or NULL when it can (for plan). */
-char *tune_fair_server_unavailable(int sys_fd);
+/* Whether the fair server's runtime can be read and written here: 0; -EOPNOTSUPP for a kernel without one
+ * (release, uname's, before 6.12: nothing to turn off); -ENOENT when debugfs is not mounted at
+ * /sys/kernel/debug; -EPERM under kernel lockdown; another -errno. *ret_why says it in words (NULL on 0). */
+int tune_fair_server_probe(int sys_fd, const char *release, char **ret_why);

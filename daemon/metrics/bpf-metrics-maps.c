@@ -125,3 +125,33 @@ int bpf_maps_run_iter(struct bpf_program *p) {
 bool bpf_kernel_has_func(const struct btf *vmlinux, const char *name) {
         return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) >= 0;
 }
+
+/* One program's run-time statistics (kernel.bpf_stats_enabled) by section name, per loaded program. */
+int bpf_maps_read_progs(const struct bpf_object *obj, Sample *s) {
+        struct bpf_program *p;
+
+        bpf_object__for_each_program(p, obj) {
+                struct bpf_prog_info info = {};
+                uint32_t len = sizeof info;
+                const char *sec;
+                ProgCounters *n;
+                int fd = bpf_program__fd(p);
+
+                if (fd < 0 || !bpf_program__autoload(p))
+                        continue;
+                if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+                        continue;
+                n = reallocarray(s->progs, s->n_progs + 1, sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                s->progs = n;
+                /* By hook ("sched_switch"), but iterators by name: both task iterators' hook is "task". */
+                sec = bpf_program__section_name(p);
+                sec = strchr(sec, '/') && !startswith(sec, "iter/") ? strchr(sec, '/') + 1 : bpf_program__name(p);
+                s->progs[s->n_progs] = (ProgCounters) { .run_ns = info.run_time_ns, .run_count = info.run_cnt,
+                                                        .misses = info.recursion_misses };
+                (void) snprintf(s->progs[s->n_progs].name, sizeof s->progs[s->n_progs].name, "%s", sec);
+                s->n_progs++;
+        }
+        return 0;
+}

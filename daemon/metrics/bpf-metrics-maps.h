@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The BPF collector's hash maps copied into a Sample, and the task iterator run (bpf-metrics-maps.c). Each
+/* The BPF collector's hash maps and program statistics copied into a Sample, and the task iterator run
+ * (bpf-metrics-maps.c). Each
  * returns 0 or -errno. */
 #pragma once
 
@@ -13,6 +14,9 @@ int bpf_maps_read_irqs(int fd, int names_fd, unsigned n_possible, Sample *s);
 int bpf_maps_read_intruders(int fd, Sample *s);
 /* The IPIs sent to reserved CPUs, by call site (named later: kallsyms). */
 int bpf_maps_read_ipis(int fd, Sample *s);
+/* The run-time statistics of every loaded program of obj, appended to s->progs. */
+struct bpf_object;
+int bpf_maps_read_progs(const struct bpf_object *obj, Sample *s);
 /* Run a task iterator program once over every task, for what it writes into maps. */
 struct bpf_program;
 int bpf_maps_run_iter(struct bpf_program *p);

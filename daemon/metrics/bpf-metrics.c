@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "bpf-baseline-all.h"
 #include "bpf-metrics-maps.h"
 #include "kallsyms.h"
 #include "kernel-counters.h"
@@ -42,6 +43,10 @@ typedef struct BpfCollector {
         Symbols syms;                   /* kernel symbols of IPI call sites seen so far */
         KernelCounters kernel;          /* the kernel's own counters, from when the programs were attached */
         unsigned sample_errors;         /* sample_cpu runs that failed (logged once) */
+        BaselineAll *all;               /* the every-thread baseline's object (kernel >= 6.7), or NULL */
+        bool all_pending;               /* ... to be loaded at the first reservation */
+        unsigned table_size;            /* [Metrics] IntruderTableSize= */
+        uint32_t ns_level;              /* rtd's PID namespace's depth (0: the initial one) */
 } BpfCollector;
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
@@ -153,12 +158,38 @@ static void choose_programs(BpfCollector *b, const struct btf *vmlinux) {
         }
 }
 
+static void every_thread_fallback(BpfCollector *b, const char *why) {
+        _cleanup_free_ char *instead = baseline_all_instead(why, b->ns_level);
+
+        if (instead)
+                note_fallback(b, "every-thread baseline", instead);
+}
+
+/* On the loaded main object's maps. Never fatal: the main object is unaffected, and the fallback is named. */
+static void every_thread_load(BpfCollector *b) {
+        char why[128];
+        int r;
+
+        b->all_pending = false;
+        r = baseline_all_new(b->skel->obj, b->table_size, &b->all);
+        if (r >= 0)
+                return;
+        log_warning_errno(r, "Cannot load the every-thread baseline's BPF object, the tasks already on a reserved "
+                          "CPU are noted from rtd's PID namespace only: %m");
+        (void) snprintf(why, sizeof why, "cannot load its object: %s", strerror(-r));
+        every_thread_fallback(b, why);
+}
+
 static const char *attach_mode(Collector *c) {
         return ((BpfCollector *) c)->btf ? "tp_btf" : "raw_tp";
 }
 
 static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
         BpfCollector *b = (BpfCollector *) c;
+
+        /* Before the mask changes: the walk then follows it at once (loading takes tens of ms). */
+        if (b->all_pending && !cpuset_is_empty(reserved))
+                every_thread_load(b);
 
         /* .bss is mmapped: the programs see the new mask on their next run. */
         unsigned n = 0;
@@ -173,8 +204,22 @@ static void bpf_set_reserved(Collector *c, const CpuSet *reserved) {
         /* Time a task ran on a CPU while it was not reserved is no intrusion (intruder_begin()). */
         b->skel->bss->reserve_epoch++;
         /* Where the tasks already there stand now: their time from here is exact even if rtd never sees
-         * them arrive (bpf/sched-metrics-baseline.bpf.h). */
+         * them arrive (bpf/sched-metrics-baseline.bpf.h). Every thread where the kernel lets rtd walk them
+         * all, else rtd's PID namespace's (named in the fallbacks). */
         struct bpf_program *it = b->skel->progs.baseline_tasks;
+        if (b->all) {
+                uint32_t noted = 0, full = 0;
+                int r = baseline_all_run(b->all, b->skel->bss->reserved_cpus, sizeof b->skel->bss->reserved_cpus,
+                                         b->skel->bss->reserve_epoch, &noted, &full);
+
+                if (r >= 0) {
+                        log_debug("Noted %u threads already on the reserved CPUs (%u found the table full)",
+                                  noted, full);
+                        return;
+                }
+                log_warning_errno(r, "Cannot note every thread already on the reserved CPUs, noting those of "
+                                  "rtd's PID namespace instead: %m");
+        }
         if (bpf_program__fd(it) >= 0) {
                 int r;
 
@@ -487,35 +532,6 @@ static void name_ipis(BpfCollector *b, Sample *s) {
         }
 }
 
-static int read_progs(BpfCollector *b, Sample *s) {
-        struct bpf_program *p;
-
-        s->prog_stats_enabled = b->stats_fd >= 0;
-        bpf_object__for_each_program(p, b->skel->obj) {
-                struct bpf_prog_info info = {};
-                uint32_t len = sizeof info;
-                const char *sec;
-                ProgCounters *n;
-                int fd = bpf_program__fd(p);
-
-                if (fd < 0 || !bpf_program__autoload(p))
-                        continue;
-                if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
-                        continue;
-                n = reallocarray(s->progs, s->n_progs + 1, sizeof *n);
-                if (!n)
-                        return -ENOMEM;
-                s->progs = n;
-                sec = bpf_program__section_name(p);
-                sec = strchr(sec, '/') ? strchr(sec, '/') + 1 : bpf_program__name(p);
-                s->progs[s->n_progs] = (ProgCounters) { .run_ns = info.run_time_ns, .run_count = info.run_cnt,
-                                                        .misses = info.recursion_misses };
-                (void) snprintf(s->progs[s->n_progs].name, sizeof s->progs[s->n_progs].name, "%s", sec);
-                s->n_progs++;
-        }
-        return 0;
-}
-
 /*
  * Before the reading, on each reserved CPU where a switch-out went unreported (this kernel's blind spot for
  * PID 1's threads, bpf/sched-metrics-intruders.bpf.h): run sample_cpu there, so that runs no event showed
@@ -569,8 +585,11 @@ static int bpf_read(Collector *c, Sample *s) {
                                        b->n_possible, s);
         if (r >= 0)
                 r = bpf_maps_read_ipis(bpf_map__fd(b->skel->maps.ipis), s);
+        s->prog_stats_enabled = b->stats_fd >= 0;
         if (r >= 0)
-                r = read_progs(b, s);
+                r = bpf_maps_read_progs(b->skel->obj, s);
+        if (r >= 0 && b->all)
+                r = bpf_maps_read_progs(baseline_all_object(b->all), s);
         s->end_usec = monotonic_ns() / 1000;
         if (r >= 0)
                 name_ipis(b, s);
@@ -582,6 +601,7 @@ static void bpf_free(Collector *c) {
 
         if (!b)
                 return;
+        baseline_all_free(b->all);
         sched_metrics__destroy(b->skel);
         safe_close(b->stats_fd);
         free(b->fallbacks);
@@ -648,6 +668,7 @@ int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret
         BpfCollector *b;
         const char *e, *force = getenv("RTD_BPF_ATTACH");
         struct btf *vmlinux;
+        uint32_t ns_inum = 0;
         int n, r;
 
         /* Test and diagnostic switch: run the procfs collector on a BPF build. */
@@ -686,10 +707,17 @@ int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret
         vmlinux = btf__load_vmlinux_btf();
         b->btf = force ? streq(force, "tp_btf") : tp_btf_usable(vmlinux);
         choose_programs(b, vmlinux);
+        pid_namespace_of_self(&b->ns_level, &ns_inum);
+        /* Loaded at the first reservation (bpf_set_reserved()), where it can be. */
+        const char *unusable = baseline_all_unusable(b->btf, vmlinux);
+        if (unusable)
+                every_thread_fallback(b, unusable);
+        b->all_pending = !unusable;
         btf__free(vmlinux);
         (void) bpf_map__set_max_entries(b->skel->maps.cpus, n);
         /* Room for a full table on every CPU: inserts then fail only where the per-CPU bound says so. */
         b->skel->rodata->intruder_table_size = intruder_table_size;
+        b->table_size = intruder_table_size;
         (void) bpf_map__set_max_entries(b->skel->maps.intruders, MAX(1u, intruder_table_size * (unsigned) n));
 
         r = sched_metrics__load(b->skel);
@@ -709,7 +737,8 @@ int bpf_collector_new(int proc_fd, unsigned intruder_table_size, Collector **ret
         }
         if (!b->stamp)
                 (void) wakeups_attach(b, false);
-        pid_namespace_of_self(&b->skel->bss->guard_ns_level, &b->skel->bss->guard_ns_inum);
+        b->skel->bss->guard_ns_level = b->ns_level;
+        b->skel->bss->guard_ns_inum = ns_inum;
 
         *ret = &b->base;
         return 0;

@@ -4,7 +4,10 @@
  *   metrics-probe sleeper N       a tracked job that sleeps N times vs /proc/PID/status
  *   metrics-probe hog CPU MSEC    an untracked CFS hog pinned to a "reserved" CPU vs /proc/PID/schedstat
  *   metrics-probe irq MSEC        per-CPU hard IRQ counts vs /proc/interrupts deltas (does disk I/O)
- *   metrics-probe resident CPU MSEC  a SCHED_FIFO hog already running on CPU when it is marked reserved */
+ *   metrics-probe resident CPU MSEC  a SCHED_FIFO hog already running on CPU when it is marked reserved
+ *   metrics-probe resident-outside CPU  the same with the caller's hog, from outside the probe's PID namespace
+ *                                 (run it in one without remounting /proc): says "ready" on stderr, then reads
+ *                                 the hog's host PID on stdin; the hog stops itself (SIGSTOP) when done */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -167,30 +170,53 @@ static int cmd_hog(Metrics *x, int cpu, int msec) {
  * no switch marks the reservation's start. Its time since then is in [end - at, end - before], schedstat
  * read just before and just after the reservation; rtd's figure must lie there (its CPU time is stale by at
  * most a tick where rtd notes it). */
-static int cmd_resident(Metrics *x, int cpu, int msec) {
+/* The state letter of /proc/PID/stat (after the last ')': the name may hold one). */
+static char proc_state(pid_t pid) {
+        _cleanup_free_ char *s = NULL;
+        char path[64];
+        const char *p;
+
+        (void) snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        if (read_full_file_at(AT_FDCWD, path, &s, NULL) < 0 || !(p = strrchr(s, ')')))
+                die("read stat");
+        return p[1] == ' ' ? p[2] : 0;
+}
+
+/* outside: the caller's hog, of a PID namespace the probe does not see (it stops itself when done), started
+ * once the probe is ready and off its CPU (a FIFO hog there would starve the probe's start). */
+static int cmd_resident(Metrics *x, int cpu, int msec, bool outside) {
         struct sched_param sp = { .sched_priority = 1 };
         CpuSet reserved = {};
         cpu_set_t mask;
-        siginfo_t si;
+        siginfo_t si = { .si_status = 0 };
         pid_t pid;
 
         CPU_ZERO(&mask);
         CPU_SET(cpu == 0 ? 1 : 0, &mask);
         if (sched_setaffinity(0, sizeof mask, &mask) < 0)
                 die("sched_setaffinity");
-        pid = spin_child(cpu, msec, &sp);
+        if (outside) {
+                fprintf(stderr, "ready\n");
+                if (scanf("%d", &pid) != 1 || pid <= 0)
+                        die("read the hog's PID");
+        } else
+                pid = spin_child(cpu, msec, &sp);
         usleep(300 * 1000);             /* running there by now */
         uint64_t before = schedstat_run_ns(pid);
         cpuset_set(&reserved, cpu);
         metrics_set_reserved(x, &reserved);
         uint64_t at = schedstat_run_ns(pid);
-        if (waitid(P_PID, pid, &si, WEXITED | WNOWAIT) < 0)
+        if (outside)
+                while (proc_state(pid) != 'T')
+                        usleep(10 * 1000);
+        else if (waitid(P_PID, pid, &si, WEXITED | WNOWAIT) < 0)
                 die("waitid");
         uint64_t end = schedstat_run_ns(pid);
         metrics_refresh(x);
         json_t *after = metrics_render_json(x), *e, *found = NULL;
         size_t i;
-        (void) waitpid(pid, NULL, 0);
+        if (!outside)
+                (void) waitpid(pid, NULL, 0);
 
         json_array_foreach(json_object_get(cpu_of(after, cpu), "intruders"), i, e)
                 if (json_integer_value(json_object_get(e, "pid")) == pid)
@@ -283,7 +309,8 @@ int main(int argc, char **argv) {
         int r;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: metrics-probe sleeper N | hog CPU MSEC | resident CPU MSEC | irq MSEC\n");
+                fprintf(stderr, "usage: metrics-probe sleeper N | hog CPU MSEC | resident CPU MSEC | "
+                        "resident-outside CPU | irq MSEC\n");
                 return 2;
         }
         if (getenv("METRICS_PROBE_DEBUG"))
@@ -308,7 +335,9 @@ int main(int argc, char **argv) {
         else if (streq(argv[1], "hog") && argc == 4)
                 r = cmd_hog(x, atoi(argv[2]), atoi(argv[3]));
         else if (streq(argv[1], "resident") && argc == 4)
-                r = cmd_resident(x, atoi(argv[2]), atoi(argv[3]));
+                r = cmd_resident(x, atoi(argv[2]), atoi(argv[3]), false);
+        else if (streq(argv[1], "resident-outside") && argc == 3)
+                r = cmd_resident(x, atoi(argv[2]), 0, true);
         else if (streq(argv[1], "irq") && argc == 3)
                 r = cmd_irq(x, atoi(argv[2]));
         else {

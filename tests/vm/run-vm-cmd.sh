@@ -8,6 +8,7 @@
 #   GUEST-SCRIPT runs under bash in the guest with PATH set to the installed rtd/rtctl, $PAY the payload
 #   share (FILEs are copied there: helper binaries such as BUILD/tests/integration/metrics-probe) and
 #   $RES a writable share whose files are copied to $RTD_VM_CMD_OUT (default /tmp/rtd-vm-cmd-results).
+#   Exits 1 when the guest hung or SCRIPT exited non-zero. RTD_VM_KERNEL=bpo: the 6.12 kernel of the image.
 # Example (libbpf's verifier log of the BPF collector's load on 6.1):
 #   tests/vm/run-vm-cmd.sh build <(echo 'METRICS_PROBE_DEBUG=1 $PAY/metrics-probe sleeper 1') \
 #           build/tests/integration/metrics-probe
@@ -44,7 +45,9 @@ echo "=== rc $? ===" >>"$RES/out.txt"
 EOF
 
 log "booting $IMGDIR (snapshot), work $WORK"
-vm_boot "" vmlinuz initrd.img "$RES" "" -m 2G -smp "${RTD_VM_SMP:-4}"
+# RTD_VM_KERNEL=bpo boots the image's second kernel (bookworm-backports' 6.12) instead of Debian 12's 6.1.
+KSUF=${RTD_VM_KERNEL:+-$RTD_VM_KERNEL}
+vm_boot "" vmlinuz$KSUF initrd$KSUF.img "$RES" "" -m 2G -smp "${RTD_VM_SMP:-4}"
 wait "${PIDS[0]}"
 log "qemu rc=$?"
 PIDS=()
@@ -54,4 +57,6 @@ cat "$RES/out.txt" 2>/dev/null || { tail -30 "$WORK/serial.log"; exit 1; }
 OUTDIR=${RTD_VM_CMD_OUT:-/tmp/rtd-vm-cmd-results}
 rm -rf "$OUTDIR" && cp -r "$RES" "$OUTDIR" && log "guest files in $OUTDIR"
 RC=$fail
+# The script's own exit status too (a test such as guest-fair-server.sh fails through it).
+grep -qx '=== rc 0 ===' "$RES/out.txt" || RC=1
 exit $RC

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Tuning knobs and the cgroup v2 backend on fixture trees: configured values, keep, unavailable knobs and
  * why, workqueue masks, the fair server per reserved CPU, cpusets and the isolated partition, and restore. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include <cmocka.h>
 
@@ -63,8 +66,15 @@ static void test_tune_apply_restore(void **state) {
         assert_string_equal(t->original, "50000000");
 
         json_t *j = tune_state_to_json(&st, f->proc_fd, f->sys_fd);
-        json_t *first = json_array_get(j, 0);
-        assert_string_equal(json_string_value(json_object_get(first, "name")), "kernel.sched_rt_runtime_us");
+        json_t *first = NULL, *e;
+        size_t i;
+        /* After the fair server's (written first: tune_apply() says why). */
+        json_array_foreach(j, i, e)
+                if (!first && streq(json_string_value(json_object_get(e, "name")), "kernel.sched_rt_runtime_us"))
+                        first = e;
+        assert_non_null(first);
+        assert_true(i > 0 && streq(json_string_value(json_object_get(json_array_get(j, 0), "name")),
+                                   "fair_server.cpu2.runtime_ns"));
         assert_string_equal(json_string_value(json_object_get(first, "original")), "950000");
         assert_string_equal(json_string_value(json_object_get(first, "current")), "-1");
         assert_string_equal(json_string_value(json_object_get(first, "path")), "/proc/sys/kernel/sched_rt_runtime_us");
@@ -111,24 +121,69 @@ static void test_fair_server_unavailable(void **state) {
         TuneState st = {};
         char *why;
 
-        why = tune_fair_server_unavailable(f->sys_fd);
+        struct utsname u;
+
+        assert_int_equal(tune_fair_server_probe(f->sys_fd, "6.18.4", &why), -EOPNOTSUPP);
         assert_non_null(strstr(why, "no fair deadline server"));
         free(why);
-        why = tune_fair_server_unavailable(g->sys_fd);
+        /* No debugfs: the release says whether there is a fair server to turn off. */
+        assert_int_equal(tune_fair_server_probe(g->sys_fd, "6.12.0-1-amd64", &why), -ENOENT);
         assert_non_null(strstr(why, "debugfs is not mounted"));
         free(why);
+        assert_int_equal(tune_fair_server_probe(g->sys_fd, "6.1.0-50-amd64", &why), -EOPNOTSUPP);
+        assert_non_null(strstr(why, "no fair deadline server"));
+        free(why);
 
+        /* Asked for where it cannot be done: a failure that says why, never a silent "unavailable" (on a
+         * kernel without a fair server, as uname says here, there is nothing to turn off). */
         c->fair_server_runtime_usec = 0;
         c->rt_runtime_usec = -1;
         assert_int_equal(tune_apply(&g->k, c, &hk, &reserved, 2, &st), 0);
         const TuneKnob *t = knob(&st, "fair_server.runtime");
-        assert_int_equal(t->outcome, KNOB_UNAVAILABLE);
-        assert_non_null(strstr(t->why, "debugfs"));
+        assert_int_equal(uname(&u), 0);
+        if (tune_fair_server_probe(g->sys_fd, u.release, &why) == -ENOENT) {
+                assert_int_equal(t->outcome, KNOB_FAILED);
+                assert_non_null(strstr(t->why, "FairServerRuntimeUSec=0 not applied: debugfs is not mounted"));
+        } else
+                assert_int_equal(t->outcome, KNOB_UNAVAILABLE);
+        free(why);
         t = knob(&st, "kernel.sched_rt_runtime_us");
         assert_int_equal(t->outcome, KNOB_UNAVAILABLE);  /* the fixture has no /proc/sys */
         tune_state_done(&st);
         knob_fixture_free(f);
         knob_fixture_free(g);
+}
+
+/* debugfs unmounted after rtd turned the fair server off: the value is still in force, so no path may drop
+ * the journal entry as "gone" (as an IRQ that went away with its device is): the stop's replay fails and
+ * says so, and a replay once debugfs is back puts the original back. */
+static void test_fair_server_restore_waits_for_debugfs(void **state) {
+        KnobFixture *f = knob_fixture_new("irq-basic");
+        _cleanup_(config_freep) RtdConfig *c = config_new();
+        CpuSet hk = set_of("0-1"), reserved = set_of("2-3"), smaller = set_of("3");
+        ReplayReport rep;
+        TuneState st = {};
+
+        c->fair_server_runtime_usec = 0;
+        assert_int_equal(tune_apply(&f->k, c, &hk, &reserved, 4, &st), 0);
+        assert_string_equal(fx_read(f->sys_fd, "kernel/debug/sched/fair_server/cpu2/runtime"), "0");
+        assert_int_equal(renameat(f->sys_fd, "kernel/debug", f->sys_fd, "kernel/debug-unmounted"), 0);
+        /* CPU 2 leaves while debugfs is away: its entry stays. */
+        assert_int_equal(tune_apply(&f->k, c, &hk, &smaller, 4, &st), 0);
+        assert_non_null(journal_find(f->journal, JOURNAL_KNOB, KNOB_SYS, "kernel/debug/sched/fair_server/cpu2/runtime"));
+        assert_int_equal(journal_replay(f->journal, f->proc_fd, f->sys_fd, &rep), -EIO);
+        assert_int_equal(rep.failed, 2);
+        assert_int_equal(rep.skipped, 0);
+        assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rep.problems, 0), "error")),
+                               "debugfs is no longer mounted"));
+        replay_report_done(&rep);
+        assert_int_equal(renameat(f->sys_fd, "kernel/debug-unmounted", f->sys_fd, "kernel/debug"), 0);
+        assert_int_equal(journal_replay(f->journal, f->proc_fd, f->sys_fd, &rep), 0);
+        assert_string_equal(fx_read(f->sys_fd, "kernel/debug/sched/fair_server/cpu2/runtime"), "50000000");
+        assert_string_equal(fx_read(f->sys_fd, "kernel/debug/sched/fair_server/cpu3/runtime"), "50000000");
+        replay_report_done(&rep);
+        tune_state_done(&st);
+        knob_fixture_free(f);
 }
 
 static int partition_refused(int dir_fd, const char *path, const char *value) {
@@ -209,6 +264,7 @@ int main(void) {
                 cmocka_unit_test(test_tune_apply_restore),
                 cmocka_unit_test(test_tune_reapply_after_reload),
                 cmocka_unit_test(test_fair_server_unavailable),
+                cmocka_unit_test(test_fair_server_restore_waits_for_debugfs),
                 cmocka_unit_test(test_cgroup_backend),
                 cmocka_unit_test(test_backend_detect),
         };
