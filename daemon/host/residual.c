@@ -42,12 +42,23 @@ static bool covers(const char *v, const CpuSet *reserved) {
                !cpuset_is_empty(reserved);
 }
 
+/* kernel.sched_rt_runtime_us as the reservation knows it, read only when it does not (tune.h says why). */
+static char *rt_runtime(int proc_fd, const TuneState *tune) {
+        const char *known = tune ? tune_known_value(tune, "kernel.sched_rt_runtime_us") : NULL;
+        char *s = NULL;
+
+        if (known)
+                return strdup(known);
+        (void) read_one_line_at(proc_fd, "sys/kernel/sched_rt_runtime_us", &s);
+        return s;
+}
+
 static void add(json_t *a, const char *source, bool reaches, const char *evidence, const char *remedy) {
         json_array_append_new(a, json_pack("{s:s, s:b, s:s, s:s?}", "source", source, "reaches", reaches,
                                            "evidence", evidence, "remedy", reaches ? remedy : NULL));
 }
 
-json_t *residual_sources(int proc_fd, int sys_fd, const CpuSet *reserved) {
+json_t *residual_sources(int proc_fd, int sys_fd, const CpuSet *reserved, const TuneState *tune) {
         _cleanup_free_ char *cmdline = NULL, *list = NULL, *nohz = NULL, *nocbs = NULL, *isol = NULL;
         _cleanup_free_ char *tm = NULL, *rt = NULL, *ev = NULL, *rem = NULL;
         json_t *a = json_array();
@@ -103,7 +114,8 @@ json_t *residual_sources(int proc_fd, int sys_fd, const CpuSet *reserved) {
 
         /* RT throttling: real-time tasks stop for (period - runtime) each period, the CPU idles or runs CFS
          * tasks meanwhile (measured by bench/floor-run: one 50 ms gap a second with the default 950000). */
-        if (read_one_line_at(proc_fd, "sys/kernel/sched_rt_runtime_us", &rt) >= 0) {
+        rt = rt_runtime(proc_fd, tune);
+        if (rt) {
                 if (asprintf(&ev, "kernel.sched_rt_runtime_us=%s", rt) < 0)
                         return a;
                 add(a, "RT throttling", !streq(rt, "-1"), ev, "kernel.sched_rt_runtime_us=-1 ([Tuning] RTRuntimeUSec=-1)");

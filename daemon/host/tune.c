@@ -28,6 +28,7 @@ void tune_state_done(TuneState *s) {
                 free(t->original);
                 free(t->configured);
                 free(t->why);
+                free(t->known);
         }
         free(s->knobs);
         *s = (TuneState){};
@@ -94,6 +95,7 @@ static void set_numeric(KnobCtx *k, TuneState *st, const char *name, const char 
                 if (r < 0)
                         log_warning_errno(r, "Could not restore %s: %m", name);
                 knob_why(t, KNOB_LEFT_ALONE, "%s=keep", key);
+                t->known = strdup(t->original);
                 return;
         }
         snprintf(value, sizeof value, "%" PRIi64, want);
@@ -105,6 +107,7 @@ static void set_numeric(KnobCtx *k, TuneState *st, const char *name, const char 
                 return;
         }
         t->outcome = KNOB_SET;
+        t->known = strdup(value);
 }
 
 /* "6.12.0-1-amd64" >= 6.12 */
@@ -336,6 +339,20 @@ static const char *const outcome_table[_KNOB_OUTCOME_MAX] = {
         [KNOB_FAILED] = "failed",
 };
 
+/* A knob whose read is not a plain read: on 6.12 (Debian's bookworm-backports kernel) sched_rt_handler()
+ * rebuilds the scheduler's root domains on every read of kernel.sched_rt_runtime_us, which walks every CPU,
+ * the reserved ones too. rtd reads it once, at the reservation. */
+static bool read_disturbs(const TuneKnob *t) {
+        return t->root == KNOB_PROC && streq(t->path, "sys/kernel/sched_rt_runtime_us");
+}
+
+const char *tune_known_value(const TuneState *st, const char *name) {
+        for (size_t i = 0; i < st->n_knobs; i++)
+                if (streq(st->knobs[i].name, name))
+                        return st->knobs[i].known;
+        return NULL;
+}
+
 json_t *tune_state_to_json(const TuneState *st, int proc_fd, int sys_fd) {
         json_t *a = json_array();
 
@@ -344,7 +361,10 @@ json_t *tune_state_to_json(const TuneState *st, int proc_fd, int sys_fd) {
                 _cleanup_free_ char *cur = NULL, *path = NULL;
                 if (asprintf(&path, "%s%s", knob_root_prefix(t->root), t->path) < 0)
                         path = NULL;
-                (void) read_one_line_at(t->root == KNOB_PROC ? proc_fd : sys_fd, t->path, &cur);
+                if (read_disturbs(t))
+                        cur = t->known ? strdup(t->known) : NULL;
+                else
+                        (void) read_one_line_at(t->root == KNOB_PROC ? proc_fd : sys_fd, t->path, &cur);
                 json_array_append_new(a, json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s, s:s?}", "name", t->name,
                                                    "path", path, "original", t->original, "current", cur,
                                                    "configured", t->configured, "state",

@@ -24,6 +24,7 @@ typedef struct TuneKnob {
         char *configured;       /* what the config asks for; NULL for keep */
         KnobOutcome outcome;
         char *why;              /* for LEFT_ALONE/UNAVAILABLE/FAILED */
+        char *known;            /* the value as rtd last wrote or read it; NULL when a write failed */
 } TuneKnob;
 
 typedef struct TuneState {
@@ -43,3 +44,10 @@ json_t *tune_state_to_json(const TuneState *st, int proc_fd, int sys_fd);
  * (release, uname's, before 6.12: nothing to turn off); -ENOENT when debugfs is not mounted at
  * /sys/kernel/debug; -EPERM under kernel lockdown; another -errno. *ret_why says it in words (NULL on 0). */
 int tune_fair_server_probe(int sys_fd, const char *release, char **ret_why);
+
+/*
+ * The value of the named knob as rtd last wrote or read it at the reservation, NULL when the state has no
+ * such knob or does not know it. Status reports this instead of reading again where a read disturbs the
+ * machine: on 6.12 every read of kernel.sched_rt_runtime_us rebuilds the scheduler's root domains.
+ */
+const char *tune_known_value(const TuneState *st, const char *name);

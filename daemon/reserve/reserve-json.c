@@ -139,7 +139,7 @@ json_t *reservation_to_json(Reservation *r) {
                                                   (json_int_t) r->last_check_realtime));
         json_object_set_new(json_object_get(o, "drift"), "walks_cut_short", json_integer((json_int_t) r->walks_cut_short));
         json_object_set_new(o, "boot_parameters", reserve_boot_hints(r, &r->reserved));
-        json_object_set_new(o, "residual", residual_sources(r->proc_fd, r->sys_fd, &r->reserved));
+        json_object_set_new(o, "residual", residual_sources(r->proc_fd, r->sys_fd, &r->reserved, &r->tune));
         json_object_set_new(o, "journal", json_pack("{s:s, s:I}", "file", JOURNAL_FILE, "entries",
                                                     (json_int_t) r->journal->n_entries));
         if (r->last_restore)

@@ -572,7 +572,7 @@ int reservation_plan(Reservation *r, const CpuSet *cpus, json_t **ret, char **re
                       "cannot", cannot,
                       "boot_parameters", reserve_boot_hints(r, cpus));
         if (o)
-                json_object_set_new(o, "residual", residual_sources(r->proc_fd, r->sys_fd, cpus));
+                json_object_set_new(o, "residual", residual_sources(r->proc_fd, r->sys_fd, cpus, &tune));
         irq_state_done(&irq);
         tune_state_done(&tune);
         cgroup_state_done(&cg);

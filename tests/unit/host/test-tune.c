@@ -8,12 +8,16 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "core/config.h"
 #include "host/backend.h"
+#include "host/residual.h"
 #include "host/tune.h"
 #include "knob-fixture.h"
 
@@ -87,6 +91,59 @@ static void test_tune_apply_restore(void **state) {
         assert_string_equal(fx_read(f->sys_fd, "devices/virtual/workqueue/cpumask"), "f");
         assert_string_equal(fx_read(f->sys_fd, "devices/virtual/workqueue/writeback/cpumask"), "f");
         replay_report_done(&rep);
+        tune_state_done(&st);
+        knob_fixture_free(f);
+}
+
+/* kernel.sched_rt_runtime_us is read once, at the reservation: on 6.12 each read rebuilds the scheduler's
+ * root domains (tune.h). Status and the residual list report the value rtd knows; other knobs are read live. */
+static void test_status_does_not_read_rt_runtime_again(void **state) {
+        KnobFixture *f = knob_fixture_new("irq-basic");
+        _cleanup_(config_freep) RtdConfig *c = config_new();
+        CpuSet hk = set_of("0"), reserved = set_of("2-3");
+        TuneState st = {};
+        char path[PATH_MAX];
+
+        f->k.write = fx_kernel_write;
+        c->rt_runtime_usec = -1;
+        assert_int_equal(tune_apply(&f->k, c, &hk, &reserved, 4, &st), 0);
+        assert_string_equal(tune_known_value(&st, "kernel.sched_rt_runtime_us"), "-1");
+        assert_string_equal(tune_known_value(&st, "kernel.timer_migration"), "1");     /* keep: as read */
+        assert_null(tune_known_value(&st, "no.such.knob"));
+
+        /* Any read of the sysctl now fails (a directory in its place), and timer_migration changes under rtd. */
+        snprintf(path, sizeof path, "%s/proc/sys/kernel/sched_rt_runtime_us", f->dir);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(mkdir(path, 0755), 0);
+        fx_write(f->proc_fd, "sys/kernel/timer_migration", "0");
+
+        json_t *j = tune_state_to_json(&st, f->proc_fd, f->sys_fd), *e;
+        size_t i;
+        bool rt_seen = false, tm_seen = false;
+        json_array_foreach(j, i, e) {
+                const char *name = json_string_value(json_object_get(e, "name"));
+                const char *cur = json_string_value(json_object_get(e, "current"));
+                if (streq(name, "kernel.sched_rt_runtime_us"))
+                        rt_seen = cur && streq(cur, "-1");
+                if (streq(name, "kernel.timer_migration"))
+                        tm_seen = cur && streq(cur, "0");
+        }
+        assert_true(rt_seen);
+        assert_true(tm_seen);
+        json_decref(j);
+
+        json_t *res = residual_sources(f->proc_fd, f->sys_fd, &reserved, &st);
+        rt_seen = false;
+        json_array_foreach(res, i, e)
+                if (streq(json_string_value(json_object_get(e, "source")), "RT throttling")) {
+                        assert_string_equal(json_string_value(json_object_get(e, "evidence")),
+                                            "kernel.sched_rt_runtime_us=-1");
+                        assert_false(json_is_true(json_object_get(e, "reaches")));
+                        rt_seen = true;
+                }
+        assert_true(rt_seen);
+        json_decref(res);
+
         tune_state_done(&st);
         knob_fixture_free(f);
 }
@@ -262,6 +319,7 @@ static void test_backend_detect(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_tune_apply_restore),
+                cmocka_unit_test(test_status_does_not_read_rt_runtime_again),
                 cmocka_unit_test(test_tune_reapply_after_reload),
                 cmocka_unit_test(test_fair_server_unavailable),
                 cmocka_unit_test(test_fair_server_restore_waits_for_debugfs),
