@@ -129,11 +129,13 @@ class Namespace:
             time.sleep(0.05)
         raise AssertionError("rtd did not come up:\n" + self.read_log())
 
-    def read_log(self):
+    def read_log(self, tail=6000):
+        """rtd's log, its last tail characters (for a failure's message) or whole (tail=None, to search it)."""
         try:
-            return open(self.log, errors="replace").read()[-6000:]
+            text = open(self.log, errors="replace").read()
         except OSError:
             return ""
+        return text[-tail:] if tail else text
 
     def stop_rtd(self, sig=signal.SIGTERM):
         if not self.rtd or self.rtd.poll() is not None:
