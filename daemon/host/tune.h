@@ -38,7 +38,8 @@ int tune_apply(KnobCtx *k, const RtdConfig *c, const CpuSet *housekeeping, const
                unsigned nr_cpu_ids, TuneState *st);
 /* Only the workqueue masks: (original ∩ hk) or hk (leases quiet their CPUs without the global sysctls). */
 void tune_apply_workqueues(KnobCtx *k, const CpuSet *housekeeping, unsigned nr_cpu_ids);
-/* Knobs with original → current (read now) and why knobs were left alone. */
+/* Knobs with original → current (read now, or as rtd knows it where a read disturbs: tune_known_value())
+ * and why knobs were left alone. */
 json_t *tune_state_to_json(const TuneState *st, int proc_fd, int sys_fd);
 /* Whether the fair server's runtime can be read and written here: 0; -EOPNOTSUPP for a kernel without one
  * (release, uname's, before 6.12: nothing to turn off); -ENOENT when debugfs is not mounted at

@@ -7,7 +7,6 @@
  * after its reap (perf, arrays of /bin/true: about 20 µs of the reserved CPU a task). Removed after that,
  * the rmdir on rtd's own CPU drops the last reference.
  */
-#include <alloca.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -27,12 +26,12 @@ struct CgroupLater {
         char name[];
 };
 
-static void remove_now(JobManager *jm, const CgroupLater *c) {
-        job_limits_remove(&jm->limits, c->name);
-        if (c->cgroups && job_cgroups_remove(jm, c->name) < 0) {
+static void remove_now(JobManager *jm, const char *name, bool cgroups) {
+        job_limits_remove(&jm->limits, name);
+        if (cgroups && job_cgroups_remove(jm, name) < 0) {
                 /* Whatever the job left behind goes with it; what is still dying, the sweep removes later. */
-                job_cgroups_signal(jm, c->name, SIGKILL);
-                if (job_cgroups_remove(jm, c->name) < 0)
+                job_cgroups_signal(jm, name, SIGKILL);
+                if (job_cgroups_remove(jm, name) < 0)
                         jm->cgroups_dirty = true;
         }
 }
@@ -52,7 +51,7 @@ static int on_later(sd_event_source *s, uint64_t usec, void *userdata) {
 
         while (jm->later_head && jm->later_head->due <= now) {
                 CgroupLater *c = pop(jm);
-                remove_now(jm, c);
+                remove_now(jm, c->name, c->cgroups);
                 free(c);
         }
         if (jm->later_head) {
@@ -68,10 +67,7 @@ void job_cgroups_remove_later(JobManager *jm, const char *name, bool cgroups) {
         bool idle = !jm->later_head;
 
         if (!c) {
-                CgroupLater *tmp = alloca(sizeof *tmp + l);
-                tmp->cgroups = cgroups;
-                memcpy(tmp->name, name, l);
-                remove_now(jm, tmp);
+                remove_now(jm, name, cgroups);
                 return;
         }
         *c = (CgroupLater){ .due = now_usec(CLOCK_MONOTONIC) + REMOVE_LATER_USEC, .cgroups = cgroups };
@@ -97,7 +93,7 @@ void job_cgroups_remove_later(JobManager *jm, const char *name, bool cgroups) {
 void job_cgroups_remove_pending(JobManager *jm) {
         while (jm->later_head) {
                 CgroupLater *c = pop(jm);
-                remove_now(jm, c);
+                remove_now(jm, c->name, c->cgroups);
                 free(c);
         }
         jm->later_src = sd_event_source_disable_unref(jm->later_src);

@@ -192,7 +192,7 @@ oom:
  * false leaves the directories as they were.
  */
 static bool procs_files(int *cpuset_fd, int *join, int n_join) {
-        int fds[1 + 2], n = 0;
+        int fds[1 + WORKER_START_MAX_JOIN], n = 0;
 
         for (int i = -1; i < n_join; i++) {
                 int dir = i < 0 ? *cpuset_fd : join[i];

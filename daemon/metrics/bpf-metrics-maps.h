@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The BPF collector's hash maps and program statistics copied into a Sample, and the task iterator run
- * (bpf-metrics-maps.c). Each
- * returns 0 or -errno. */
+ * (bpf-metrics-maps.c). Each returns 0 or -errno. */
 #pragma once
 
 #include <stdbool.h>
